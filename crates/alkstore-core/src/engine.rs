@@ -1,0 +1,87 @@
+//! The storage-engine trait: what SQLite and Postgres each implement once.
+//!
+//! Engines are pure storage: arguments arrive validated (names, options,
+//! payload size) by [`crate::store::Store`], which also enforces the
+//! closed-store and one-transaction-per-thread rules. Every method that takes
+//! `tx` runs inside the caller's transaction when it is `Some` (the engine
+//! downcasts it to its own type with [`Tx::as_any_mut`]) and in its own
+//! short transaction otherwise.
+
+use std::any::Any;
+
+use crate::error::Result;
+use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::sql::{SqlRow, SqlValue};
+
+/// An open transaction of the caller's (SPEC §6).
+pub trait Tx: Send {
+    /// Runs the caller's statement, returning the affected row count.
+    fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64>;
+    /// Runs the caller's query, returning its rows.
+    fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>>;
+    /// Commits.
+    fn commit(self: Box<Self>) -> Result<()>;
+    /// Rolls back.
+    fn rollback(self: Box<Self>) -> Result<()>;
+    /// For the owning engine to reach its own transaction type.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// One storage engine. All methods are blocking; the binding calls them with
+/// the GIL released.
+pub trait Engine: Send + Sync {
+    /// `"sqlite"` or `"postgres"`.
+    fn kind(&self) -> &'static str;
+
+    /// Begins a caller transaction (SQLite: `BEGIN IMMEDIATE` on the writer).
+    fn begin(&self) -> Result<Box<dyn Tx>>;
+
+    /// Inserts `jobs` into `queue` stamped with `opts`, all in one
+    /// transaction; returns their ids in order.
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
+
+    /// Claims up to `n` jobs (SPEC §4.2): exhausted lapsed rows move to dead
+    /// first, then one index-matched claim statement.
+    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>>;
+
+    /// Deletes every handle that passes the validity predicate, in one
+    /// transaction; returns how many landed.
+    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
+
+    /// Back to pending after `delay_s` (None: the core curve), or to dead with
+    /// `error` when the budget is spent. False when the handle is not valid.
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool>;
+
+    /// Straight to dead with `error`. False when the handle is not valid.
+    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool>;
+
+    /// `deadline := now + extend_s` for a valid handle; returns the new deadline.
+    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>>;
+
+    /// Back to pending now, refunding the attempt (not the claim token).
+    fn release(&self, job: &Claimed) -> Result<bool>;
+
+    /// Deletes a pending or processing row of `queue`.
+    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool>;
+
+    /// A live or dead row of `queue`.
+    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>>;
+
+    /// Dead rows of `queue`, newest id first, ids below `before_id` when given.
+    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
+
+    /// Counts for `queue`.
+    fn stats(&self, queue: &str) -> Result<QueueStats>;
+
+    /// Expired rows to dead, retention purge of dead rows; atomic per queue.
+    fn sweep_expired(&self, queue: &str) -> Result<Swept>;
+
+    /// Shifts this handle's clock (tests only).
+    fn advance_clock(&self, seconds: i64);
+
+    /// The database clock now, offset included.
+    fn now(&self) -> Result<i64>;
+
+    /// Releases connections and threads. Idempotent.
+    fn close(&self);
+}

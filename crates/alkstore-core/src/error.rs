@@ -1,0 +1,83 @@
+//! One error enum for every engine; the binding maps each variant to one
+//! Python exception class (SPEC §12), so the variant names follow them.
+
+use std::fmt;
+
+/// Everything an alkstore operation can fail with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A queue/stream/schedule/... name broke the naming rule (SPEC §3).
+    InvalidName {
+        /// What kind of name it was ("queue", "schedule", ...).
+        what: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// A schedule spec outside the `@every <n><unit>` grammar.
+    InvalidSpec {
+        /// The refused spec text.
+        spec: String,
+    },
+    /// A plain argument error: maps to Python `ValueError`.
+    Value(String),
+    /// A wrong argument type: maps to Python `TypeError`.
+    Type(String),
+    /// The scheduler lost its leadership lease before a tick.
+    LeadershipLost,
+    /// Another owner holds an unexpired lease on the lock.
+    LockHeld {
+        /// The lock name.
+        name: String,
+    },
+    /// The store was closed.
+    StoreClosed,
+    /// Misuse of the transaction seam (nested tx, call from a tx thread, doomed tx).
+    Transaction(String),
+    /// A transaction used after its block ended.
+    TransactionClosed,
+    /// The database refused a statement. `code` is the SQLSTATE (pg) or the
+    /// SQLite extended result code, when there is one.
+    Database {
+        /// SQLSTATE or SQLite code.
+        code: Option<String>,
+        /// The driver's message (never contains a password).
+        message: String,
+    },
+    /// The connection to the server was lost mid-call.
+    ConnectionLost {
+        /// What happened.
+        message: String,
+    },
+}
+
+/// The result type of every alkstore operation.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A `Database` error with a code.
+    pub fn database(code: impl Into<Option<String>>, message: impl Into<String>) -> Self {
+        Error::Database { code: code.into(), message: message.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidName { what, reason } => write!(f, "invalid {what} name: {reason}"),
+            Error::InvalidSpec { spec } => write!(
+                f,
+                "invalid schedule spec {spec:?}: expected '@every <n><s|m|h|d>' (e.g. '@every 30s', at most 366 days)"
+            ),
+            Error::Value(m) | Error::Type(m) | Error::Transaction(m) => f.write_str(m),
+            Error::LeadershipLost => f.write_str("scheduler leadership lease was lost"),
+            Error::LockHeld { name } => write!(f, "lock {name:?} is held by another owner"),
+            Error::StoreClosed => f.write_str("the store is closed"),
+            Error::TransactionClosed => f.write_str("the transaction has already ended"),
+            Error::Database { code: Some(c), message } => write!(f, "{message} (code {c})"),
+            Error::Database { code: None, message } => f.write_str(message),
+            Error::ConnectionLost { message } => write!(f, "connection lost: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

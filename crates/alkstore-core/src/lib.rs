@@ -1,0 +1,29 @@
+//! The alkstore contract, shared by every engine and the Python binding.
+//!
+//! This crate holds what must be identical on SQLite and Postgres: the value
+//! types a queue hands out, the one error enum, the retry curve, name and
+//! schedule-spec validation, the `StopToken`, and the [`Engine`] trait each
+//! storage engine implements. It must never depend on pyo3 or on a database
+//! driver: the engines depend on it, never the reverse.
+
+pub mod backoff;
+pub mod engine;
+pub mod error;
+pub mod model;
+pub mod names;
+pub mod sql;
+pub mod stop;
+pub mod store;
+pub mod target;
+pub mod txguard;
+
+pub use backoff::{backoff_delay, backoff_range, BACKOFF_CAP_S};
+pub use engine::{Engine, Tx};
+pub use error::{Error, Result};
+pub use model::*;
+pub use names::{validate_name, RESERVED_PREFIX};
+pub use sql::{SqlRow, SqlValue};
+pub use stop::StopToken;
+pub use store::{Store, TxSession};
+pub use target::{parse_target, Target};
+pub use txguard::TxThreads;

@@ -1,0 +1,219 @@
+//! The values a queue takes and hands out, engine-independent.
+//!
+//! All timestamps are whole Unix seconds from the database's clock (SPEC §4.7).
+
+use crate::error::{Error, Result};
+
+/// Queue options, stamped onto each job at enqueue (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QueueOpts {
+    /// Lease length of one claim, whole seconds (>= 1).
+    pub visibility_timeout_s: i64,
+    /// Claims allowed, fresh or reclaim (>= 1).
+    pub max_attempts: i64,
+    /// Base of the retry curve, seconds (>= 0).
+    pub backoff_base_s: f64,
+    /// How long dead rows are kept; `None` keeps them forever.
+    pub dead_letter_retention_s: Option<i64>,
+}
+
+impl Default for QueueOpts {
+    /// The derived engine defaults: 300 s lease, 3 attempts, 5 s base, keep dead rows.
+    fn default() -> Self {
+        QueueOpts { visibility_timeout_s: 300, max_attempts: 3, backoff_base_s: 5.0, dead_letter_retention_s: None }
+    }
+}
+
+impl QueueOpts {
+    /// Validates raw option values the way `store.queue()` must.
+    pub fn new(
+        visibility_timeout_s: f64,
+        max_attempts: i64,
+        backoff_base_s: f64,
+        dead_letter_retention_s: Option<f64>,
+    ) -> Result<Self> {
+        if !visibility_timeout_s.is_finite() || visibility_timeout_s < 1.0 {
+            return Err(Error::Value(format!(
+                "visibility_timeout_s must be a finite number >= 1, got {visibility_timeout_s}"
+            )));
+        }
+        if max_attempts < 1 {
+            return Err(Error::Value(format!("max_attempts must be >= 1, got {max_attempts}")));
+        }
+        if !backoff_base_s.is_finite() || backoff_base_s < 0.0 {
+            return Err(Error::Value(format!("backoff_base_s must be a finite number >= 0, got {backoff_base_s}")));
+        }
+        let retention = match dead_letter_retention_s {
+            None => None,
+            Some(r) if r.is_finite() && r >= 0.0 => Some(ceil_secs(r)),
+            Some(r) => {
+                return Err(Error::Value(format!(
+                    "dead_letter_retention_s must be None or a finite number >= 0, got {r}"
+                )))
+            }
+        };
+        Ok(QueueOpts {
+            visibility_timeout_s: ceil_secs(visibility_timeout_s),
+            max_attempts,
+            backoff_base_s,
+            dead_letter_retention_s: retention,
+        })
+    }
+}
+
+/// Rounds a non-negative finite duration up to whole seconds (SPEC §4.7).
+pub fn ceil_secs(d: f64) -> i64 {
+    d.ceil() as i64
+}
+
+/// When a new job becomes ready. `delay` wins over `run_at` (resolved by the caller).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadyAt {
+    /// Ready at enqueue time.
+    Now,
+    /// Ready this many whole seconds after enqueue (database clock).
+    Delay(i64),
+    /// Ready at this Unix second.
+    At(i64),
+}
+
+/// One job to enqueue. `payload` is already-validated JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewJob {
+    /// JSON text of the payload.
+    pub payload: String,
+    /// When it becomes claimable.
+    pub ready: ReadyAt,
+    /// Higher runs first.
+    pub priority: i32,
+    /// Overrides the queue's `max_attempts` when set (>= 1).
+    pub max_attempts: Option<i64>,
+    /// Dead-lettered as 'expired' by a sweep this many seconds after enqueue.
+    pub expires_s: Option<i64>,
+}
+
+/// A claimed job: everything the handle needs, including the fencing token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Claimed {
+    /// Job id.
+    pub id: i64,
+    /// Queue name.
+    pub queue: String,
+    /// JSON text.
+    pub payload: String,
+    /// Claims so far, this one included.
+    pub attempts: i64,
+    /// Claim budget stamped at enqueue.
+    pub max_attempts: i64,
+    /// Priority.
+    pub priority: i32,
+    /// Who holds the lease.
+    pub worker_id: String,
+    /// Increases on every claim, never refunded: fences stale handles.
+    pub claim_token: i64,
+    /// Enqueue time.
+    pub enqueued_at: i64,
+    /// Ready time.
+    pub run_at: i64,
+    /// This claim's time.
+    pub claimed_at: i64,
+    /// Lease end; valid while `now <= deadline`.
+    pub deadline: i64,
+    /// Expiry instant, if any.
+    pub expires_at: Option<i64>,
+    /// Stamped lease length.
+    pub visibility_timeout_s: i64,
+    /// Stamped retry curve base.
+    pub backoff_base_s: f64,
+}
+
+/// The state of a job row as `get_job` and `dead_jobs` see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobState {
+    /// Waiting (maybe scheduled for later).
+    Pending,
+    /// Leased to a worker (maybe lapsed).
+    Processing,
+    /// In dead storage.
+    Dead,
+}
+
+impl JobState {
+    /// The state's name as Python shows it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Processing => "processing",
+            JobState::Dead => "dead",
+        }
+    }
+
+    /// Parses the stored state text.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "pending" => Ok(JobState::Pending),
+            "processing" => Ok(JobState::Processing),
+            "dead" => Ok(JobState::Dead),
+            other => Err(Error::database(None, format!("unknown job state {other:?} in storage"))),
+        }
+    }
+}
+
+/// A read-only view of a job row, live or dead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Job id.
+    pub id: i64,
+    /// Queue name.
+    pub queue: String,
+    /// Current state.
+    pub state: JobState,
+    /// JSON text.
+    pub payload: String,
+    /// Priority.
+    pub priority: i32,
+    /// Claims so far.
+    pub attempts: i64,
+    /// Claim budget.
+    pub max_attempts: i64,
+    /// Enqueue time.
+    pub enqueued_at: i64,
+    /// Ready time.
+    pub run_at: i64,
+    /// Last claim time, None if never claimed.
+    pub claimed_at: Option<i64>,
+    /// Last lease end, None if never claimed.
+    pub deadline: Option<i64>,
+    /// Last holder, None if never claimed.
+    pub worker_id: Option<String>,
+    /// Expiry instant.
+    pub expires_at: Option<i64>,
+    /// Why it died (dead rows only).
+    pub last_error: Option<String>,
+    /// When it died (dead rows only).
+    pub died_at: Option<i64>,
+}
+
+/// Counts for `q.stats()` (SPEC §4.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueStats {
+    /// Pending and ready now.
+    pub pending: i64,
+    /// Pending with a future `run_at`.
+    pub scheduled: i64,
+    /// Leased, lapsed leases included.
+    pub processing: i64,
+    /// Rows in dead storage.
+    pub dead: i64,
+    /// Whole seconds since the oldest ready pending row became ready.
+    pub oldest_ready_age_s: Option<i64>,
+}
+
+/// What `sweep_expired` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Swept {
+    /// Rows moved to dead as 'expired'.
+    pub expired: i64,
+    /// Dead rows purged by retention.
+    pub purged: i64,
+}

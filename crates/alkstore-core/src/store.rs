@@ -1,0 +1,313 @@
+//! `Store`: the engine-independent front every binding call goes through.
+//!
+//! It enforces the rules that must hold identically on every engine before a
+//! byte reaches storage: the store is open, the calling thread is not inside
+//! a transaction it did not pass, names and arguments are valid, payloads fit.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+use crate::engine::{Engine, Tx};
+use crate::error::{Error, Result};
+use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::names::validate_name;
+use crate::sql::{SqlRow, SqlValue};
+use crate::target::OpenOptions;
+use crate::txguard::TxThreads;
+
+/// The most jobs one `claim_batch` may take, and the most `dead_jobs` rows.
+pub const MAX_BATCH: usize = 1000;
+
+/// An open store over one engine.
+pub struct Store {
+    engine: Arc<dyn Engine>,
+    options: OpenOptions,
+    threads: Arc<TxThreads>,
+    closed: AtomicBool,
+}
+
+/// A caller transaction plus the seam's bookkeeping: a failed statement dooms
+/// it; a finished one refuses further use.
+pub struct TxSession {
+    inner: Option<Box<dyn Tx>>,
+    doomed: bool,
+    thread: ThreadId,
+    threads: Arc<TxThreads>,
+}
+
+impl Store {
+    /// Wraps an opened engine.
+    pub fn new(engine: Arc<dyn Engine>, options: OpenOptions) -> Self {
+        Store { engine, options, threads: Arc::default(), closed: AtomicBool::new(false) }
+    }
+
+    /// The engine's name.
+    pub fn engine_kind(&self) -> &'static str {
+        self.engine.kind()
+    }
+
+    /// The validated open options.
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
+    }
+
+    /// The engine itself, for surfaces layered on the queue ops.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// Closes the store. Idempotent.
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.engine.close();
+        }
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn open_check(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::StoreClosed);
+        }
+        Ok(())
+    }
+
+    /// The checks every call makes: open store; with no `tx`, a free thread.
+    fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
+        self.open_check()?;
+        match tx {
+            Some(s) => s.live().map(Some),
+            None => {
+                self.threads.check_free()?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs `f` and dooms the session when it fails with a database error.
+    fn in_tx<T>(
+        &self,
+        tx: Option<&mut TxSession>,
+        f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
+    ) -> Result<T> {
+        match tx {
+            Some(s) => {
+                let inner = s.live()?;
+                let r = f(Some(inner));
+                if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
+                    s.doomed = true;
+                }
+                r
+            }
+            None => {
+                self.enter(None)?;
+                f(None)
+            }
+        }
+    }
+
+    /// Opens a caller transaction.
+    pub fn begin(&self) -> Result<TxSession> {
+        self.open_check()?;
+        let thread = self.threads.enter()?;
+        match self.engine.begin() {
+            Ok(inner) => Ok(TxSession { inner: Some(inner), doomed: false, thread, threads: self.threads.clone() }),
+            Err(e) => {
+                self.threads.leave(thread);
+                Err(e)
+            }
+        }
+    }
+
+    /// `enqueue` / `enqueue_many`.
+    pub fn enqueue(&self, tx: Option<&mut TxSession>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        for job in jobs {
+            if job.payload.len() > self.options.max_payload_bytes {
+                return Err(Error::Value(format!(
+                    "payload is {} bytes of JSON, over max_payload_bytes={}",
+                    job.payload.len(),
+                    self.options.max_payload_bytes
+                )));
+            }
+            if let Some(m) = job.max_attempts {
+                if m < 1 {
+                    return Err(Error::Value(format!("max_attempts must be >= 1, got {m}")));
+                }
+            }
+        }
+        if jobs.is_empty() {
+            self.enter(tx)?;
+            return Ok(Vec::new());
+        }
+        self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs))
+    }
+
+    /// `claim` / `claim_batch` without waiting.
+    pub fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        validate_name("worker", worker_id)?;
+        if n == 0 || n > MAX_BATCH {
+            return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
+        }
+        self.enter(None)?;
+        self.engine.claim(queue, worker_id, n)
+    }
+
+    /// `job.ack` / `q.ack_batch`.
+    pub fn ack(&self, tx: Option<&mut TxSession>, jobs: &[&Claimed]) -> Result<usize> {
+        self.in_tx(tx, |t| if jobs.is_empty() { Ok(0) } else { self.engine.ack(t, jobs) })
+    }
+
+    /// `job.retry`.
+    pub fn retry(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+        if let Some(d) = delay_s {
+            if d < 0 {
+                return Err(Error::Value(format!("delay must be >= 0 seconds, got {d}")));
+            }
+        }
+        self.in_tx(tx, |t| self.engine.retry(t, job, error, delay_s))
+    }
+
+    /// `job.fail`.
+    pub fn fail(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str) -> Result<bool> {
+        self.in_tx(tx, |t| self.engine.fail(t, job, error))
+    }
+
+    /// `job.heartbeat`; `extend_s` None means the stamped visibility timeout.
+    pub fn heartbeat(&self, job: &Claimed, extend_s: Option<i64>) -> Result<Option<i64>> {
+        let extend = extend_s.unwrap_or(job.visibility_timeout_s);
+        if extend < 1 {
+            return Err(Error::Value(format!("extend must be >= 1 second after rounding up, got {extend}")));
+        }
+        self.enter(None)?;
+        self.engine.heartbeat(job, extend)
+    }
+
+    /// `job.release`.
+    pub fn release(&self, job: &Claimed) -> Result<bool> {
+        self.enter(None)?;
+        self.engine.release(job)
+    }
+
+    /// `q.cancel`.
+    pub fn cancel(&self, tx: Option<&mut TxSession>, queue: &str, id: i64) -> Result<bool> {
+        self.in_tx(tx, |t| self.engine.cancel(t, queue, id))
+    }
+
+    /// `q.get_job`.
+    pub fn get_job(&self, tx: Option<&mut TxSession>, queue: &str, id: i64) -> Result<Option<Job>> {
+        self.in_tx(tx, |t| self.engine.get_job(t, queue, id))
+    }
+
+    /// `q.dead_jobs`.
+    pub fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        if limit == 0 || limit > MAX_BATCH {
+            return Err(Error::Value(format!("limit must be between 1 and {MAX_BATCH}, got {limit}")));
+        }
+        self.enter(None)?;
+        self.engine.dead_jobs(queue, limit, before_id)
+    }
+
+    /// `q.stats`.
+    pub fn stats(&self, queue: &str) -> Result<QueueStats> {
+        self.enter(None)?;
+        self.engine.stats(queue)
+    }
+
+    /// `q.sweep_expired`.
+    pub fn sweep_expired(&self, queue: &str) -> Result<Swept> {
+        self.enter(None)?;
+        self.engine.sweep_expired(queue)
+    }
+
+    /// `store._advance_clock` (tests only).
+    pub fn advance_clock(&self, seconds: i64) -> Result<()> {
+        self.open_check()?;
+        self.engine.advance_clock(seconds);
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl TxSession {
+    fn live(&mut self) -> Result<&mut dyn Tx> {
+        if self.doomed {
+            return Err(Error::Transaction(
+                "the transaction failed earlier and can only roll back; leave the block".into(),
+            ));
+        }
+        match self.inner.as_deref_mut() {
+            Some(t) => Ok(t),
+            None => Err(Error::TransactionClosed),
+        }
+    }
+
+    fn finish(&mut self) -> Result<Box<dyn Tx>> {
+        let t = self.inner.take().ok_or(Error::TransactionClosed)?;
+        self.threads.leave(self.thread);
+        Ok(t)
+    }
+
+    /// Whether a failed statement doomed the transaction.
+    pub fn is_doomed(&self) -> bool {
+        self.doomed
+    }
+
+    /// Whether commit or rollback already ran.
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The caller's statement; a database error dooms the transaction.
+    pub fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
+        let r = self.live()?.execute(sql, params);
+        if r.is_err() {
+            self.doomed = true;
+        }
+        r
+    }
+
+    /// The caller's query; a database error dooms the transaction.
+    pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
+        let r = self.live()?.query(sql, params);
+        if r.is_err() {
+            self.doomed = true;
+        }
+        r
+    }
+
+    /// Commits, or — when doomed — rolls back and reports `TransactionError`.
+    pub fn commit(&mut self) -> Result<()> {
+        let doomed = self.doomed;
+        let t = self.finish()?;
+        if doomed {
+            t.rollback()?;
+            return Err(Error::Transaction(
+                "the transaction was rolled back: a statement inside it failed".into(),
+            ));
+        }
+        t.commit()
+    }
+
+    /// Rolls back. Idempotent once finished.
+    pub fn rollback(&mut self) -> Result<()> {
+        match self.finish() {
+            Ok(t) => t.rollback(),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl Drop for TxSession {
+    fn drop(&mut self) {
+        let _ = self.rollback();
+    }
+}

@@ -1,0 +1,221 @@
+//! What `alkstore.open(target, **options)` accepts (SPEC §2).
+
+use crate::error::{Error, Result};
+
+/// Which engine a target string selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A SQLite file path.
+    Sqlite(String),
+    /// A Postgres connection URL.
+    Postgres(String),
+}
+
+const ACCEPTED: &str = "a file path, 'sqlite:///relative.db', 'sqlite:////absolute/path.db', \
+                        'postgresql://…' or 'postgres://…'";
+
+/// Chooses the engine for a target string.
+pub fn parse_target(target: &str) -> Result<Target> {
+    if target.is_empty() {
+        return Err(Error::Value(format!("target must not be empty; expected {ACCEPTED}")));
+    }
+    if target == ":memory:" || target == "sqlite://" || target == "sqlite:///:memory:" {
+        return Err(Error::Value(
+            "':memory:' is not supported: other processes and connections cannot see an in-memory \
+             database; pass a file path"
+                .into(),
+        ));
+    }
+    if target.starts_with("postgresql://") || target.starts_with("postgres://") {
+        return Ok(Target::Postgres(target.to_owned()));
+    }
+    if let Some(rest) = target.strip_prefix("sqlite:///") {
+        // SQLAlchemy's convention: three slashes then a relative path, four for absolute.
+        if rest.is_empty() {
+            return Err(Error::Value(format!("sqlite URL has no path; expected {ACCEPTED}")));
+        }
+        return Ok(Target::Sqlite(rest.to_owned()));
+    }
+    if target.contains("://") {
+        return Err(Error::Value(format!("unsupported target {}; expected {ACCEPTED}", redact_url(target))));
+    }
+    Ok(Target::Sqlite(target.to_owned()))
+}
+
+/// Replaces the password of a URL with `***` so it never reaches a message.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return url.to_owned() };
+    let after = &url[scheme_end + 3..];
+    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..authority_end];
+    let Some(at) = authority.rfind('@') else { return url.to_owned() };
+    let userinfo = &authority[..at];
+    match userinfo.find(':') {
+        Some(colon) => format!(
+            "{}://{}:***{}",
+            &url[..scheme_end],
+            &userinfo[..colon],
+            &after[at..]
+        ),
+        None => url.to_owned(),
+    }
+}
+
+/// Open options after validation (SPEC §2). Engine-specific ones are `None`
+/// when not given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenOptions {
+    /// pg: engine-owned schema.
+    pub schema: String,
+    /// pg: connection pool size.
+    pub pool_size: usize,
+    /// pg: use LISTEN/NOTIFY wakes.
+    pub listen: bool,
+    /// Safety-net re-poll interval of waiters, seconds.
+    pub poll_interval_s: f64,
+    /// SQLite: `PRAGMA data_version` watch interval, milliseconds.
+    pub watch_interval_ms: u64,
+    /// SQLite: busy timeout, milliseconds.
+    pub busy_timeout_ms: u64,
+    /// Largest accepted payload, bytes of UTF-8 JSON text.
+    pub max_payload_bytes: usize,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            schema: "alkstore".into(),
+            pool_size: 10,
+            listen: true,
+            poll_interval_s: 1.0,
+            watch_interval_ms: 1,
+            busy_timeout_ms: 5000,
+            max_payload_bytes: 1 << 20,
+        }
+    }
+}
+
+/// A raw option value as the binding passes it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptValue {
+    /// A bool.
+    Bool(bool),
+    /// An int.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A str.
+    Str(String),
+}
+
+const PG_ONLY: &[&str] = &["schema", "pool_size", "listen"];
+const SQLITE_ONLY: &[&str] = &["watch_interval_ms", "busy_timeout_ms"];
+const COMMON: &[&str] = &["poll_interval_s", "max_payload_bytes"];
+
+impl OpenOptions {
+    /// Validates `options` for `target`'s engine.
+    pub fn parse(target: &Target, options: &[(String, OptValue)]) -> Result<Self> {
+        let mut o = OpenOptions::default();
+        let pg = matches!(target, Target::Postgres(_));
+        for (key, value) in options {
+            let k = key.as_str();
+            if !(PG_ONLY.contains(&k) || SQLITE_ONLY.contains(&k) || COMMON.contains(&k)) {
+                let all: Vec<&str> = PG_ONLY.iter().chain(SQLITE_ONLY).chain(COMMON).copied().collect();
+                return Err(Error::Type(format!(
+                    "open() got an unexpected option {k:?}; accepted: {}",
+                    all.join(", ")
+                )));
+            }
+            if pg && SQLITE_ONLY.contains(&k) {
+                return Err(Error::Value(format!("option {k:?} applies to SQLite only, not Postgres")));
+            }
+            if !pg && PG_ONLY.contains(&k) {
+                return Err(Error::Value(format!("option {k:?} applies to Postgres only, not SQLite")));
+            }
+            match (k, value) {
+                ("schema", OptValue::Str(s)) => {
+                    let ok = !s.is_empty()
+                        && s.len() <= 63
+                        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !s.starts_with(|c: char| c.is_ascii_digit());
+                    if !ok {
+                        return Err(Error::Value(format!(
+                            "schema must be 1-63 ASCII letters, digits or '_' not starting with a digit, got {s:?}"
+                        )));
+                    }
+                    o.schema = s.clone();
+                }
+                ("pool_size", OptValue::Int(n)) if (1..=1000).contains(n) => o.pool_size = *n as usize,
+                ("listen", OptValue::Bool(b)) => o.listen = *b,
+                ("poll_interval_s", OptValue::Int(_) | OptValue::Float(_)) => {
+                    let v = num(value);
+                    if !(v.is_finite() && v > 0.0) {
+                        return Err(Error::Value(format!("poll_interval_s must be a finite number > 0, got {v}")));
+                    }
+                    o.poll_interval_s = v;
+                }
+                ("watch_interval_ms", OptValue::Int(n)) if (1..=60_000).contains(n) => o.watch_interval_ms = *n as u64,
+                ("busy_timeout_ms", OptValue::Int(n)) if (0..=3_600_000).contains(n) => o.busy_timeout_ms = *n as u64,
+                ("max_payload_bytes", OptValue::Int(n)) if *n >= 1 => o.max_payload_bytes = *n as usize,
+                (k, v) => {
+                    return Err(Error::Value(format!("invalid value {v:?} for option {k:?}: {}", expect(k))));
+                }
+            }
+        }
+        Ok(o)
+    }
+}
+
+fn num(v: &OptValue) -> f64 {
+    match v {
+        OptValue::Int(i) => *i as f64,
+        OptValue::Float(f) => *f,
+        _ => f64::NAN,
+    }
+}
+
+fn expect(k: &str) -> &'static str {
+    match k {
+        "schema" => "expected a str",
+        "pool_size" => "expected an int in 1..=1000",
+        "listen" => "expected a bool",
+        "watch_interval_ms" => "expected an int in 1..=60000",
+        "busy_timeout_ms" => "expected an int in 0..=3600000",
+        "max_payload_bytes" => "expected an int >= 1",
+        _ => "expected a number",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        assert_eq!(parse_target("app.db").unwrap(), Target::Sqlite("app.db".into()));
+        assert_eq!(parse_target("sqlite:///rel.db").unwrap(), Target::Sqlite("rel.db".into()));
+        assert_eq!(parse_target("sqlite:////abs/x.db").unwrap(), Target::Sqlite("/abs/x.db".into()));
+        assert!(matches!(parse_target("postgres://u@h/db").unwrap(), Target::Postgres(_)));
+        assert!(parse_target(":memory:").is_err());
+        assert!(parse_target("mysql://x").is_err());
+    }
+
+    #[test]
+    fn redacts() {
+        assert_eq!(redact_url("postgresql://bob:s3cret@h:5432/db"), "postgresql://bob:***@h:5432/db");
+        assert_eq!(redact_url("postgresql://bob@h/db"), "postgresql://bob@h/db");
+        let e = parse_target("mysql://bob:s3cret@h/db").unwrap_err().to_string();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    #[test]
+    fn options() {
+        let sq = Target::Sqlite("x".into());
+        let pg = Target::Postgres("postgres://x".into());
+        assert!(matches!(OpenOptions::parse(&sq, &[("bogus".into(), OptValue::Int(1))]), Err(Error::Type(_))));
+        assert!(matches!(OpenOptions::parse(&sq, &[("schema".into(), OptValue::Str("a".into()))]), Err(Error::Value(_))));
+        assert!(matches!(OpenOptions::parse(&pg, &[("busy_timeout_ms".into(), OptValue::Int(1))]), Err(Error::Value(_))));
+        let o = OpenOptions::parse(&pg, &[("schema".into(), OptValue::Str("t1".into()))]).unwrap();
+        assert_eq!(o.schema, "t1");
+    }
+}

@@ -1,0 +1,1 @@
+//! The alkstore Postgres engine (being written).

@@ -1,0 +1,1 @@
+//! The alkstore Python binding (being written).

@@ -1,0 +1,1 @@
+//! The alkstore SQLite engine (being written).
