@@ -25,5 +25,5 @@ pub use names::{validate_name, RESERVED_PREFIX};
 pub use sql::{SqlRow, SqlValue};
 pub use stop::StopToken;
 pub use store::{Store, TxSession};
-pub use target::{parse_target, Target};
+pub use target::{parse_target, redact_url, OpenOptions, OptValue, Target};
 pub use txguard::TxThreads;
