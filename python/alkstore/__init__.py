@@ -10,6 +10,7 @@ from __future__ import annotations
 from alkstore._core import (
     Job,
     JobHandle,
+    JobIterator,
     Queue,
     QueueStats,
     StopToken,
@@ -42,6 +43,7 @@ __all__ = [
     "InvalidSpec",
     "Job",
     "JobHandle",
+    "JobIterator",
     "LeadershipLost",
     "LockHeld",
     "Queue",

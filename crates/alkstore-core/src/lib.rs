@@ -16,6 +16,8 @@ pub mod stop;
 pub mod store;
 pub mod target;
 pub mod txguard;
+pub mod waiting;
+pub mod wake;
 
 pub use backoff::{backoff_delay, backoff_range, BACKOFF_CAP_S};
 pub use engine::{Engine, Tx};
@@ -27,3 +29,5 @@ pub use stop::StopToken;
 pub use store::{Store, TxSession};
 pub use target::{parse_target, redact_url, OpenOptions, OptValue, Target};
 pub use txguard::TxThreads;
+pub use waiting::WaitSpec;
+pub use wake::WakeHub;

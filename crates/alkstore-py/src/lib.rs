@@ -7,12 +7,14 @@
 mod convert;
 mod errors;
 mod handle;
+mod iter;
 mod json;
 mod queue;
 mod stop;
 mod store;
 mod tx;
 mod views;
+mod wait;
 
 use pyo3::prelude::*;
 
@@ -42,5 +44,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<views::Swept>()?;
     m.add_class::<tx::Transaction>()?;
     m.add_class::<stop::StopToken>()?;
+    m.add_class::<iter::JobIterator>()?;
     Ok(())
 }

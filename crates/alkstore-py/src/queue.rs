@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, Store as CoreStore};
+use std::time::Duration;
+
+use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -10,6 +12,9 @@ use pyo3::types::PyList;
 use crate::convert::{instant, integer, opt_duration};
 use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
+use crate::iter::JobIterator;
+use crate::stop::StopToken;
+use crate::wait::{self, blocking};
 use crate::json;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
@@ -76,7 +81,48 @@ impl JobOpts {
     }
 }
 
+/// `timeout=` of a claim: the default (and 0) never waits.
+fn claim_timeout(t: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    match t {
+        None => Ok(Some(Duration::ZERO)),
+        Some(t) => wait::timeout(Some(t)),
+    }
+}
+
 impl Queue {
+    fn claim_n(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<Duration>,
+        stop: Option<&Bound<'_, StopToken>>,
+        cancel: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Vec<JobHandle>> {
+        if !(1..=1000).contains(&n) {
+            return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
+        }
+        let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
+        let claimed = blocking(py, timeout, &stops, |spec| {
+            self.store.claim_wait(&self.name, worker_id, n as usize, spec)
+        })?;
+        Ok(self.handles(claimed))
+    }
+
+    fn bridge(
+        slf: &Bound<'_, Self>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        single: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
+        let step = slf.getattr("_claim_blocking")?;
+        let t = timeout.map_or_else(|| 0i64.into_pyobject(py).map(|v| v.into_any()), |t| Ok(t.clone()))?;
+        Ok(run.call1((step, worker_id, n, t, single))?.unbind())
+    }
+
     pub(crate) fn new(store: Arc<CoreStore>, name: String, opts: QueueOpts) -> Self {
         Queue { store, name, opts }
     }
@@ -136,19 +182,77 @@ impl Queue {
         run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))
     }
 
-    /// Claims one job now, or returns None.
-    fn claim(&self, py: Python<'_>, worker_id: &str) -> PyResult<Option<JobHandle>> {
-        let claimed = py.detach(|| self.store.claim(&self.name, worker_id, 1)).py()?;
-        Ok(self.handles(claimed).pop())
+    /// Claims one job: `timeout=0` looks once, seconds wait up to that long
+    /// (woken by commits), None waits until a job arrives, `stop` or close.
+    #[pyo3(signature = (worker_id, *, timeout=None, stop=None))]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        timeout: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Option<JobHandle>> {
+        let t = claim_timeout(timeout)?;
+        Ok(self.claim_n(py, worker_id, 1, t, stop, None)?.pop())
     }
 
-    /// Claims up to `n` (1..=1000) jobs now.
-    fn claim_batch(&self, py: Python<'_>, worker_id: &str, n: i64) -> PyResult<Vec<JobHandle>> {
-        if !(1..=1000).contains(&n) {
-            return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
+    /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
+    #[pyo3(signature = (worker_id, n, *, timeout=None, stop=None))]
+    fn claim_batch(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Vec<JobHandle>> {
+        let t = claim_timeout(timeout)?;
+        self.claim_n(py, worker_id, n, t, stop, None)
+    }
+
+    /// The asyncio twin of `claim`.
+    #[pyo3(signature = (worker_id, *, timeout=None))]
+    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        Self::bridge(slf, worker_id, 1, timeout, true)
+    }
+
+    /// The asyncio twin of `claim_batch`.
+    #[pyo3(signature = (worker_id, n, *, timeout=None))]
+    fn aclaim_batch(
+        slf: &Bound<'_, Self>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        Self::bridge(slf, worker_id, n, timeout, false)
+    }
+
+    /// One blocking claim for the asyncio bridge (`cancel` is set when the task is cancelled).
+    fn _claim_blocking(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        single: bool,
+        cancel: &Bound<'_, StopToken>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = claim_timeout(timeout)?;
+        let mut got = self.claim_n(py, worker_id, n, t, None, Some(cancel))?;
+        if single {
+            return Ok(got.pop().map(|h| Py::new(py, h)).transpose()?.map_or_else(|| py.None(), Py::into_any));
         }
-        let claimed = py.detach(|| self.store.claim(&self.name, worker_id, n as usize)).py()?;
-        Ok(self.handles(claimed))
+        Ok(PyList::new(py, got)?.into_any().unbind())
+    }
+
+    /// Claimed jobs as they come, for `for` and `async for`; ends when `stop` is set.
+    #[pyo3(signature = (worker_id, *, stop=None, batch=1))]
+    fn jobs(&self, worker_id: &str, stop: Option<&Bound<'_, StopToken>>, batch: i64) -> PyResult<JobIterator> {
+        if !(1..=1000).contains(&batch) {
+            return Err(PyValueError::new_err(format!("batch must be between 1 and 1000, got {batch}")));
+        }
+        alkstore_core::validate_name("worker", worker_id).py()?;
+        Ok(JobIterator::new(self.store.clone(), self.name.clone(), worker_id.to_owned(), batch as usize, stop))
     }
 
     /// Acks many handles in one commit; returns how many landed.
