@@ -14,7 +14,13 @@ use crate::rows;
 use crate::sql;
 
 /// Claims up to `n` jobs of `queue` for `worker`, best first.
-pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) fn claim(
+    conn: &Connection,
+    offset: i64,
+    queue: &str,
+    worker: &str,
+    n: usize,
+) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
     let mut claimed = atomic(conn, Scope::Own, |c| {
         let now = now(c, offset)?;
@@ -37,11 +43,17 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
 /// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'.
 /// Normally matches nothing, and then the DELETE is skipped.
 fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
-    let moved = conn.prepare_cached(sql::EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    let moved = conn
+        .prepare_cached(sql::EXHAUST_MOVE)
+        .and_then(|mut s| s.execute(params![queue, now]))
+        .db()?;
     if moved == 0 {
         return Ok(());
     }
-    let deleted = conn.prepare_cached(sql::EXHAUST_DELETE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    let deleted = conn
+        .prepare_cached(sql::EXHAUST_DELETE)
+        .and_then(|mut s| s.execute(params![queue, now]))
+        .db()?;
     if deleted != moved {
         // Same predicate, same `now`, one write transaction: cannot differ
         // unless the file changed under us. Abort rather than strand a row.

@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use alkstore_core::{Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx};
+use alkstore_core::{
+    Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx,
+};
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
@@ -21,7 +23,10 @@ pub(crate) struct SqliteEngine {
 impl SqliteEngine {
     /// Wraps opened and migrated connections.
     pub(crate) fn new(conns: Conns) -> Self {
-        SqliteEngine { conns, offset: AtomicI64::new(0) }
+        SqliteEngine {
+            conns,
+            offset: AtomicI64::new(0),
+        }
     }
 
     #[inline]
@@ -31,7 +36,11 @@ impl SqliteEngine {
 
     /// Runs a write op on the caller's transaction when given, else on the writer.
     #[inline]
-    fn write<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection, Scope) -> Result<T>) -> Result<T> {
+    fn write<T>(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        f: impl FnOnce(&Connection, Scope) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?, Scope::Caller),
             None => self.conns.with_writer(|c| f(c, Scope::Own)),
@@ -40,7 +49,11 @@ impl SqliteEngine {
 
     /// Runs a read on the caller's transaction (so it sees its own writes)
     /// when given, else on the reader.
-    fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    fn read<T>(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        f: impl FnOnce(&Connection) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?),
             None => self.conns.with_reader(f),
@@ -50,10 +63,14 @@ impl SqliteEngine {
     /// The connection of a caller transaction begun on this very handle.
     fn tx_conn<'t>(&self, tx: &'t mut dyn Tx) -> Result<&'t Connection> {
         let Some(tx) = tx.as_any_mut().downcast_mut::<SqliteTx>() else {
-            return Err(Error::Transaction("the transaction belongs to another engine, not this SQLite store".into()));
+            return Err(Error::Transaction(
+                "the transaction belongs to another engine, not this SQLite store".into(),
+            ));
         };
         if !tx.holds(&self.conns.writer) {
-            return Err(Error::Transaction("the transaction belongs to another store handle".into()));
+            return Err(Error::Transaction(
+                "the transaction belongs to another store handle".into(),
+            ));
         }
         tx.conn()
     }
@@ -65,15 +82,26 @@ impl Engine for SqliteEngine {
     }
 
     fn begin(&self) -> Result<Box<dyn Tx>> {
-        Ok(Box::new(SqliteTx::begin(&self.conns.writer, &self.conns.closed)?))
+        Ok(Box::new(SqliteTx::begin(
+            &self.conns.writer,
+            &self.conns.closed,
+        )?))
     }
 
-    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    fn enqueue(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        queue: &str,
+        opts: &QueueOpts,
+        jobs: &[NewJob],
+    ) -> Result<Vec<i64>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
         let offset = self.offset();
-        self.write(tx, |c, scope| enqueue::enqueue(c, scope, offset, queue, opts, jobs))
+        self.write(tx, |c, scope| {
+            enqueue::enqueue(c, scope, offset, queue, opts, jobs)
+        })
     }
 
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
@@ -81,7 +109,8 @@ impl Engine for SqliteEngine {
             return Ok(Vec::new());
         }
         let offset = self.offset();
-        self.conns.with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
+        self.conns
+            .with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
     }
 
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
@@ -92,9 +121,17 @@ impl Engine for SqliteEngine {
         self.write(tx, |c, scope| handle::ack(c, scope, offset, jobs))
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+    fn retry(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        job: &Claimed,
+        error: &str,
+        delay_s: Option<i64>,
+    ) -> Result<bool> {
         let offset = self.offset();
-        self.write(tx, |c, scope| handle::retry(c, scope, offset, job, error, delay_s))
+        self.write(tx, |c, scope| {
+            handle::retry(c, scope, offset, job, error, delay_s)
+        })
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
@@ -104,7 +141,8 @@ impl Engine for SqliteEngine {
 
     fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
         let offset = self.offset();
-        self.conns.with_writer(|c| handle::heartbeat(c, offset, job, extend_s))
+        self.conns
+            .with_writer(|c| handle::heartbeat(c, offset, job, extend_s))
     }
 
     fn release(&self, job: &Claimed) -> Result<bool> {
@@ -121,7 +159,8 @@ impl Engine for SqliteEngine {
     }
 
     fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.conns.with_reader(|c| reads::dead_jobs(c, queue, limit, before_id))
+        self.conns
+            .with_reader(|c| reads::dead_jobs(c, queue, limit, before_id))
     }
 
     fn stats(&self, queue: &str) -> Result<QueueStats> {
@@ -131,7 +170,8 @@ impl Engine for SqliteEngine {
 
     fn sweep_expired(&self, queue: &str) -> Result<Swept> {
         let offset = self.offset();
-        self.conns.with_writer(|c| sweep::sweep_expired(c, offset, queue))
+        self.conns
+            .with_writer(|c| sweep::sweep_expired(c, offset, queue))
     }
 
     fn advance_clock(&self, seconds: i64) {

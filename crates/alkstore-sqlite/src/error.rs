@@ -27,9 +27,14 @@ pub(crate) fn db_error(e: rusqlite::Error) -> Error {
     match e {
         rusqlite::Error::SqliteFailure(err, msg) => {
             let base = msg.unwrap_or_else(|| ffi::code_to_str(err.extended_code).to_owned());
-            Error::database(Some(code_name(err.extended_code)), explain(err.extended_code, base))
+            Error::database(
+                Some(code_name(err.extended_code)),
+                explain(err.extended_code, base),
+            )
         }
-        rusqlite::Error::SqlInputError { error, msg, offset, .. } => Error::database(
+        rusqlite::Error::SqlInputError {
+            error, msg, offset, ..
+        } => Error::database(
             Some(code_name(error.extended_code)),
             format!("{msg} (at byte {offset} of the statement)"),
         ),
@@ -37,30 +42,33 @@ pub(crate) fn db_error(e: rusqlite::Error) -> Error {
     }
 }
 
-/// Adds the why to the codes a user meets at open or under contention.
+/// Puts the why first for the codes a user meets at open or under
+/// contention, keeping SQLite's own words after it.
 fn explain(extended: c_int, message: String) -> String {
-    match extended & 0xff {
-        ffi::SQLITE_BUSY => format!(
-            "{message}: another connection held the database's write lock for longer than busy_timeout_ms"
-        ),
-        ffi::SQLITE_NOTADB => format!("{message}: the file is not a SQLite database"),
-        ffi::SQLITE_CORRUPT => format!("{message}: the database file is corrupt"),
-        ffi::SQLITE_READONLY => format!("{message}: the database file or its directory is not writable"),
-        ffi::SQLITE_CANTOPEN => format!(
-            "{message}: check that the directory exists and that the file, its directory and \
-             its -wal/-shm files are writable"
-        ),
-        _ => message,
-    }
+    let why = match extended & 0xff {
+        ffi::SQLITE_BUSY => {
+            "the database is busy: another connection held its write lock for longer than busy_timeout_ms"
+        }
+        ffi::SQLITE_NOTADB => "the file is not a SQLite database",
+        ffi::SQLITE_CORRUPT => "the database file is corrupt",
+        ffi::SQLITE_READONLY => "the database file or its directory is read-only",
+        ffi::SQLITE_CANTOPEN => {
+            "the file cannot be opened: check that its directory exists and that the file, \
+             the directory and the -wal/-shm files beside it are writable"
+        }
+        _ => return message,
+    };
+    format!("{why} (SQLite: {message})")
 }
 
 /// Prefixes an error raised while opening `path`, so the message says which
 /// file could not be opened.
 pub(crate) fn at_open(path: &str, e: Error) -> Error {
     match e {
-        Error::Database { code, message } => {
-            Error::Database { code, message: format!("cannot open the alkstore SQLite store {path:?}: {message}") }
-        }
+        Error::Database { code, message } => Error::Database {
+            code,
+            message: format!("cannot open the alkstore SQLite store {path:?}: {message}"),
+        },
         other => other,
     }
 }
@@ -105,7 +113,10 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_NOTADB, "SQLITE_NOTADB"),
     (ffi::SQLITE_NOTICE, "SQLITE_NOTICE"),
     (ffi::SQLITE_WARNING, "SQLITE_WARNING"),
-    (ffi::SQLITE_ERROR_MISSING_COLLSEQ, "SQLITE_ERROR_MISSING_COLLSEQ"),
+    (
+        ffi::SQLITE_ERROR_MISSING_COLLSEQ,
+        "SQLITE_ERROR_MISSING_COLLSEQ",
+    ),
     (ffi::SQLITE_ERROR_RETRY, "SQLITE_ERROR_RETRY"),
     (ffi::SQLITE_ERROR_SNAPSHOT, "SQLITE_ERROR_SNAPSHOT"),
     (ffi::SQLITE_ERROR_RESERVESIZE, "SQLITE_ERROR_RESERVESIZE"),
@@ -124,7 +135,10 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_IOERR_BLOCKED, "SQLITE_IOERR_BLOCKED"),
     (ffi::SQLITE_IOERR_NOMEM, "SQLITE_IOERR_NOMEM"),
     (ffi::SQLITE_IOERR_ACCESS, "SQLITE_IOERR_ACCESS"),
-    (ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, "SQLITE_IOERR_CHECKRESERVEDLOCK"),
+    (
+        ffi::SQLITE_IOERR_CHECKRESERVEDLOCK,
+        "SQLITE_IOERR_CHECKRESERVEDLOCK",
+    ),
     (ffi::SQLITE_IOERR_LOCK, "SQLITE_IOERR_LOCK"),
     (ffi::SQLITE_IOERR_CLOSE, "SQLITE_IOERR_CLOSE"),
     (ffi::SQLITE_IOERR_DIR_CLOSE, "SQLITE_IOERR_DIR_CLOSE"),
@@ -140,8 +154,14 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_IOERR_VNODE, "SQLITE_IOERR_VNODE"),
     (ffi::SQLITE_IOERR_AUTH, "SQLITE_IOERR_AUTH"),
     (ffi::SQLITE_IOERR_BEGIN_ATOMIC, "SQLITE_IOERR_BEGIN_ATOMIC"),
-    (ffi::SQLITE_IOERR_COMMIT_ATOMIC, "SQLITE_IOERR_COMMIT_ATOMIC"),
-    (ffi::SQLITE_IOERR_ROLLBACK_ATOMIC, "SQLITE_IOERR_ROLLBACK_ATOMIC"),
+    (
+        ffi::SQLITE_IOERR_COMMIT_ATOMIC,
+        "SQLITE_IOERR_COMMIT_ATOMIC",
+    ),
+    (
+        ffi::SQLITE_IOERR_ROLLBACK_ATOMIC,
+        "SQLITE_IOERR_ROLLBACK_ATOMIC",
+    ),
     (ffi::SQLITE_IOERR_DATA, "SQLITE_IOERR_DATA"),
     (ffi::SQLITE_IOERR_CORRUPTFS, "SQLITE_IOERR_CORRUPTFS"),
     (ffi::SQLITE_IOERR_IN_PAGE, "SQLITE_IOERR_IN_PAGE"),
@@ -169,19 +189,37 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_READONLY_DIRECTORY, "SQLITE_READONLY_DIRECTORY"),
     (ffi::SQLITE_ABORT_ROLLBACK, "SQLITE_ABORT_ROLLBACK"),
     (ffi::SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"),
-    (ffi::SQLITE_CONSTRAINT_COMMITHOOK, "SQLITE_CONSTRAINT_COMMITHOOK"),
-    (ffi::SQLITE_CONSTRAINT_FOREIGNKEY, "SQLITE_CONSTRAINT_FOREIGNKEY"),
-    (ffi::SQLITE_CONSTRAINT_FUNCTION, "SQLITE_CONSTRAINT_FUNCTION"),
+    (
+        ffi::SQLITE_CONSTRAINT_COMMITHOOK,
+        "SQLITE_CONSTRAINT_COMMITHOOK",
+    ),
+    (
+        ffi::SQLITE_CONSTRAINT_FOREIGNKEY,
+        "SQLITE_CONSTRAINT_FOREIGNKEY",
+    ),
+    (
+        ffi::SQLITE_CONSTRAINT_FUNCTION,
+        "SQLITE_CONSTRAINT_FUNCTION",
+    ),
     (ffi::SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL"),
-    (ffi::SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY"),
+    (
+        ffi::SQLITE_CONSTRAINT_PRIMARYKEY,
+        "SQLITE_CONSTRAINT_PRIMARYKEY",
+    ),
     (ffi::SQLITE_CONSTRAINT_TRIGGER, "SQLITE_CONSTRAINT_TRIGGER"),
     (ffi::SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE"),
     (ffi::SQLITE_CONSTRAINT_VTAB, "SQLITE_CONSTRAINT_VTAB"),
     (ffi::SQLITE_CONSTRAINT_ROWID, "SQLITE_CONSTRAINT_ROWID"),
     (ffi::SQLITE_CONSTRAINT_PINNED, "SQLITE_CONSTRAINT_PINNED"),
-    (ffi::SQLITE_CONSTRAINT_DATATYPE, "SQLITE_CONSTRAINT_DATATYPE"),
+    (
+        ffi::SQLITE_CONSTRAINT_DATATYPE,
+        "SQLITE_CONSTRAINT_DATATYPE",
+    ),
     (ffi::SQLITE_NOTICE_RECOVER_WAL, "SQLITE_NOTICE_RECOVER_WAL"),
-    (ffi::SQLITE_NOTICE_RECOVER_ROLLBACK, "SQLITE_NOTICE_RECOVER_ROLLBACK"),
+    (
+        ffi::SQLITE_NOTICE_RECOVER_ROLLBACK,
+        "SQLITE_NOTICE_RECOVER_ROLLBACK",
+    ),
     (ffi::SQLITE_NOTICE_RBU, "SQLITE_NOTICE_RBU"),
     (ffi::SQLITE_WARNING_AUTOINDEX, "SQLITE_WARNING_AUTOINDEX"),
     (ffi::SQLITE_AUTH_USER, "SQLITE_AUTH_USER"),
@@ -193,7 +231,10 @@ mod tests {
 
     #[test]
     fn names_extended_then_primary_then_number() {
-        assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_UNIQUE), "SQLITE_CONSTRAINT_UNIQUE");
+        assert_eq!(
+            code_name(ffi::SQLITE_CONSTRAINT_UNIQUE),
+            "SQLITE_CONSTRAINT_UNIQUE"
+        );
         assert_eq!(code_name(ffi::SQLITE_BUSY), "SQLITE_BUSY");
         // An extended code this table does not know falls back to its primary.
         assert_eq!(code_name((99 << 8) | ffi::SQLITE_IOERR), "SQLITE_IOERR");

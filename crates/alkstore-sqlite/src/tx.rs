@@ -33,30 +33,44 @@ impl SqliteTx {
         let Some(conn) = guard.as_ref().filter(|_| !closed.load(Ordering::Acquire)) else {
             return Err(Error::StoreClosed);
         };
-        conn.prepare_cached(sql::BEGIN_IMMEDIATE).and_then(|mut s| s.execute([])).db()?;
-        Ok(SqliteTx { guard: Some(guard), closed: closed.clone() })
+        conn.prepare_cached(sql::BEGIN_IMMEDIATE)
+            .and_then(|mut s| s.execute([]))
+            .db()?;
+        Ok(SqliteTx {
+            guard: Some(guard),
+            closed: closed.clone(),
+        })
     }
 
     /// The connection, while the transaction is open.
     pub(crate) fn conn(&self) -> Result<&Connection> {
-        self.guard.as_ref().and_then(|g| g.as_ref()).ok_or(Error::TransactionClosed)
+        self.guard
+            .as_ref()
+            .and_then(|g| g.as_ref())
+            .ok_or(Error::TransactionClosed)
     }
 
     /// Whether this transaction holds `writer` (i.e. belongs to that engine handle).
     pub(crate) fn holds(&self, writer: &Slot) -> bool {
-        self.guard.as_ref().is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
+        self.guard
+            .as_ref()
+            .is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
     }
 
     /// Ends the transaction with `sql` (COMMIT or ROLLBACK) and lets the writer go.
     fn finish(&mut self, end: &str) -> Result<()> {
-        let Some(mut guard) = self.guard.take() else { return Err(Error::TransactionClosed) };
+        let Some(mut guard) = self.guard.take() else {
+            return Err(Error::TransactionClosed);
+        };
         let result = match guard.as_ref() {
             // The caller's own SQL ended the transaction already (refused by
             // `still_open`, but the work is gone): nothing to roll back, and
             // nothing atomic to commit.
             Some(conn) if conn.is_autocommit() => {
                 if end == sql::COMMIT {
-                    Err(Error::Transaction("the transaction was already ended by a statement inside it".into()))
+                    Err(Error::Transaction(
+                        "the transaction was already ended by a statement inside it".into(),
+                    ))
                 } else {
                     Ok(())
                 }
@@ -102,8 +116,10 @@ impl Tx for SqliteTx {
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(sql).db()?;
-        let names: Vec<String> = stmt.column_names().into_iter().map(str::to_owned).collect();
-        let mut rows = stmt.query(params_from_iter(params.iter().map(Param))).db()?;
+        let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
+        let mut rows = stmt
+            .query(params_from_iter(params.iter().map(Param)))
+            .db()?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().db()? {
             let mut cells = Vec::with_capacity(names.len());
