@@ -75,12 +75,20 @@ pub const EXHAUST_MOVE: &str = live_to_dead!("'attempts exhausted'", "?2", exhau
 /// Claim step 1, second half: the same rows leave the live table.
 pub const EXHAUST_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", exhausted!());
 
+/// The columns a claim hands back, in [`crate::rows::claimed`]'s order.
+macro_rules! claim_returning {
+    () => {
+        " RETURNING id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, \
+         enqueued_at, run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s"
+    };
+}
+
 /// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
 /// (first `?4` lapsed leases by deadline), both unexpired, updated in one
 /// statement. Each candidate scan walks its partial index; only the ≤ 2n
 /// candidates are sorted. `?1` queue, `?2` worker, `?3` now, `?4` n.
 /// RETURNING order is unspecified: the caller sorts.
-pub const CLAIM: &str = "\
+pub const CLAIM: &str = concat!("\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
 claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
 WHERE id IN (\
@@ -96,9 +104,67 @@ SELECT id, priority, run_at FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 \
 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY deadline LIMIT ?4)) \
-ORDER BY priority DESC, run_at, id LIMIT ?4) \
-RETURNING id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, \
-enqueued_at, run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s";
+ORDER BY priority DESC, run_at, id LIMIT ?4)",
+    claim_returning!()
+);
+
+/// The claim's SET clause with `now` computed in-statement (`?3` offset).
+macro_rules! claim_set_sql_now {
+    () => {
+        "UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
+         claim_token = claim_token + 1, worker_id = ?2, claimed_at = unixepoch() + ?3, \
+         deadline = unixepoch() + ?3 + visibility_timeout_s WHERE "
+    };
+}
+
+/// The ready-row candidate scan of [`CLAIM`], `now` computed in-statement.
+macro_rules! ready_ids_sql_now {
+    () => {
+        "SELECT id FROM __alkstore_jobs WHERE queue = ?1 AND state = 'pending' \
+         AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+         ORDER BY priority DESC, run_at, id LIMIT ?4"
+    };
+}
+
+/// The guard of the fast path: the queue has no lapsed lease right now.
+macro_rules! no_lapsed_lease {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
+         AND deadline < unixepoch() + ?3)"
+    };
+}
+
+/// The claim's fast path, one autocommit statement: when the queue has no
+/// lapsed lease at this instant, step 1 has nothing to move and the leased
+/// candidate scan of [`CLAIM`] is empty, so the claim *is* the ready scan.
+/// Same rows, same order, same stamps as [`CLAIM`]; a lapsed lease makes
+/// it match nothing and the caller takes the full path. `?1` queue,
+/// `?2` worker, `?3` offset, `?4` n.
+pub const CLAIM_READY: &str = concat!(
+    claim_set_sql_now!(),
+    "id IN (",
+    ready_ids_sql_now!(),
+    ")",
+    no_lapsed_lease!(),
+    claim_returning!()
+);
+
+/// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
+/// table an `IN (…)` list needs, which is measurable on the per-op path.
+pub const CLAIM_READY_ONE: &str = concat!(
+    claim_set_sql_now!(),
+    "id = (",
+    ready_ids_sql_now!(),
+    ")",
+    no_lapsed_lease!(),
+    claim_returning!()
+);
+
+/// Whether the queue has a lapsed lease now (`?1` queue, `?2` offset): an
+/// empty fast-path claim takes the full path only then, so an idle poll
+/// stays two cheap statements.
+pub const HAS_LAPSED: &str = "SELECT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 \
+AND state = 'processing' AND deadline < unixepoch() + ?2)";
 
 /// The validity predicate of every handle op, `now` computed in-statement.
 /// `?1` id, `?2` worker, `?3` claim token, `?4` offset.
@@ -286,6 +352,40 @@ mod tests {
                 "the only sort must be the final candidate merge:\n{text}"
             );
         }
+        Ok(())
+    }
+
+    /// The fast-path claim statements seek the ready index in order and
+    /// guard on a seek of the leased index: no scan, no sort.
+    #[test]
+    fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
+        for analyze in [false, true] {
+            let conn = populated(analyze)?;
+            for sql in [CLAIM_READY, CLAIM_READY_ONE] {
+                let lines = plan(&conn, sql)?;
+                let text = lines.join("\n");
+                assert!(
+                    text.contains(
+                        "USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"
+                    ),
+                    "{text}"
+                );
+                assert!(
+                    text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"),
+                    "{text}"
+                );
+                assert_no_table_scan("fast claim", &lines);
+                assert!(!text.contains("TEMP B-TREE"), "{text}");
+            }
+        }
+        let lines = plan(&populated(false)?, HAS_LAPSED)?;
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("COVERING INDEX __alkstore_jobs_leased")),
+            "{}",
+            lines.join("\n")
+        );
         Ok(())
     }
 

@@ -644,3 +644,45 @@ fn now_moves_with_advance_clock() -> Result<()> {
     assert!(other.now()? < b);
     Ok(())
 }
+
+#[test]
+fn reclaims_compete_with_ready_rows_in_claim_order() -> Result<()> {
+    let f = Fixture::new()?;
+    let old = f.put("q", "old")?;
+    let low = f.put_job(
+        "q",
+        &opts(),
+        NewJob {
+            priority: -1,
+            ..job("low")
+        },
+    )?;
+    let first = f.one("q", "w")?.unwrap();
+    assert_eq!(first.id, old);
+    f.engine.advance_clock(31);
+    let fresh = f.put("q", "fresh")?;
+    let high = f.put_job(
+        "q",
+        &opts(),
+        NewJob {
+            priority: 9,
+            ..job("high")
+        },
+    )?;
+    // Lapsed `old` (priority 0, oldest run_at) sits between `high` and `fresh`.
+    let got: Vec<i64> = f.engine.claim("q", "w2", 3)?.iter().map(|j| j.id).collect();
+    assert_eq!(got, vec![high, old, fresh]);
+    assert_eq!(f.one("q", "w2")?.map(|j| j.id), Some(low));
+    Ok(())
+}
+
+#[test]
+fn a_lapsed_lease_in_another_queue_does_not_matter() -> Result<()> {
+    let f = Fixture::new()?;
+    f.put("other", "x")?;
+    f.one("other", "w")?.unwrap();
+    f.engine.advance_clock(31);
+    let id = f.put("q", "y")?;
+    assert_eq!(f.one("q", "w")?.map(|j| j.id), Some(id));
+    Ok(())
+}
