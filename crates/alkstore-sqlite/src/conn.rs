@@ -151,3 +151,26 @@ pub(crate) fn now(conn: &Connection, offset: i64) -> Result<i64> {
         .and_then(|mut s| s.query_row([offset], |r| r.get(0)))
         .db()
 }
+
+/// The longest duration the engine stores, about 34,000 years: in practice
+/// "never". Larger inputs are clamped so `now + d` cannot overflow SQLite's
+/// 64-bit integers, which would silently turn the column into a REAL.
+const MAX_SPAN_S: i64 = 1 << 40;
+
+/// A duration in seconds, clamped to what `now + d` can hold.
+#[inline]
+pub(crate) fn span(seconds: i64) -> i64 {
+    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_clamped_not_wrapped() {
+        assert_eq!(span(5), 5);
+        assert_eq!(span(i64::MAX), MAX_SPAN_S);
+        assert_eq!(span(i64::MIN), -MAX_SPAN_S);
+    }
+}

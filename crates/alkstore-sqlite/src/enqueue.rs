@@ -3,7 +3,7 @@
 use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
 use rusqlite::{params, Connection};
 
-use crate::conn::{atomic, Scope};
+use crate::conn::{atomic, span, Scope};
 use crate::error::DbResult;
 use crate::sql;
 
@@ -38,7 +38,7 @@ fn insert(
 ) -> Result<i64> {
     let (at, delay) = match job.ready {
         ReadyAt::Now => (None, 0),
-        ReadyAt::Delay(d) => (None, d),
+        ReadyAt::Delay(d) => (None, span(d)),
         ReadyAt::At(t) => (Some(t), 0),
     };
     let mut stmt = conn.prepare_cached(sql::ENQUEUE).db()?;
@@ -53,7 +53,7 @@ fn insert(
         offset,
         at,
         delay,
-        job.expires_s,
+        job.expires_s.map(span),
     ])
     .db()?;
     Ok(conn.last_insert_rowid())

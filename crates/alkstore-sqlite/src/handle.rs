@@ -5,7 +5,7 @@
 use alkstore_core::{backoff_delay, Claimed, Error, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::conn::{atomic, now, Scope};
+use crate::conn::{atomic, now, span, Scope};
 use crate::error::DbResult;
 use crate::sql;
 
@@ -49,7 +49,7 @@ pub(crate) fn retry(
     if job.attempts >= job.max_attempts {
         return to_dead(conn, scope, offset, job, error);
     }
-    let delay = delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s));
+    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
     let changed = conn
         .prepare_cached(sql::RETRY)
         .and_then(|mut s| {
@@ -86,7 +86,13 @@ pub(crate) fn heartbeat(
     conn.prepare_cached(sql::HEARTBEAT)
         .and_then(|mut s| {
             s.query_row(
-                params![job.id, job.worker_id, job.claim_token, offset, extend_s],
+                params![
+                    job.id,
+                    job.worker_id,
+                    job.claim_token,
+                    offset,
+                    span(extend_s)
+                ],
                 |r| r.get(0),
             )
             .optional()

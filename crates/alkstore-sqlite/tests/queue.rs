@@ -686,3 +686,27 @@ fn a_lapsed_lease_in_another_queue_does_not_matter() -> Result<()> {
     assert_eq!(f.one("q", "w")?.map(|j| j.id), Some(id));
     Ok(())
 }
+
+#[test]
+fn huge_durations_are_clamped_not_overflowed() -> Result<()> {
+    let f = Fixture::new()?;
+    let id = f.put_job(
+        "q",
+        &opts(),
+        NewJob {
+            ready: ReadyAt::Delay(i64::MAX),
+            expires_s: Some(i64::MAX),
+            ..job("far")
+        },
+    )?;
+    let row = f.engine.get_job(None, "q", id)?.unwrap();
+    assert!(row.run_at > f.engine.now()? + 1_000_000_000_000);
+    assert!(f.one("q", "w")?.is_none());
+    let now_id = f.put("q", "now")?;
+    let j = f.one("q", "w")?.unwrap();
+    assert_eq!(j.id, now_id);
+    assert!(f.engine.heartbeat(&j, i64::MAX)?.is_some());
+    assert!(f.engine.retry(None, &j, "", Some(i64::MAX))?);
+    assert_eq!(f.engine.stats("q")?.scheduled, 2);
+    Ok(())
+}
