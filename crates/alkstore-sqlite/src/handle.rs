@@ -3,7 +3,7 @@
 //! that writes, so a stale, lapsed or cancelled handle changes nothing.
 
 use alkstore_core::{backoff_delay, Claimed, Error, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, now, span, Scope};
 use crate::error::DbResult;
@@ -83,21 +83,23 @@ pub(crate) fn heartbeat(
     job: &Claimed,
     extend_s: i64,
 ) -> Result<Option<i64>> {
-    conn.prepare_cached(sql::HEARTBEAT)
-        .and_then(|mut s| {
-            s.query_row(
-                params![
-                    job.id,
-                    job.worker_id,
-                    job.claim_token,
-                    offset,
-                    span(extend_s)
-                ],
-                |r| r.get(0),
-            )
-            .optional()
-        })
-        .db()
+    let mut stmt = conn.prepare_cached(sql::HEARTBEAT).db()?;
+    let mut rows = stmt
+        .query(params![
+            job.id,
+            job.worker_id,
+            job.claim_token,
+            offset,
+            span(extend_s)
+        ])
+        .db()?;
+    let mut deadline = None;
+    // Step to the end rather than stopping at the row: the autocommit write
+    // commits when the statement finishes, and an error there must surface.
+    while let Some(row) = rows.next().db()? {
+        deadline = Some(row.get(0).db()?);
+    }
+    Ok(deadline)
 }
 
 /// Back to pending now with the attempt refunded (the claim token is not).

@@ -42,8 +42,11 @@ impl SqliteTx {
         })
     }
 
-    /// The connection, while the transaction is open.
+    /// The connection, while the transaction is open and the handle is not closed.
     pub(crate) fn conn(&self) -> Result<&Connection> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::StoreClosed);
+        }
         self.guard
             .as_ref()
             .and_then(|g| g.as_ref())
@@ -57,11 +60,14 @@ impl SqliteTx {
             .is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
     }
 
-    /// Ends the transaction with `sql` (COMMIT or ROLLBACK) and lets the writer go.
+    /// Ends the transaction with `end` (COMMIT or ROLLBACK) and lets the
+    /// writer go. After `close` nothing lands: a commit rolls back instead
+    /// and reports `StoreClosed`.
     fn finish(&mut self, end: &str) -> Result<()> {
         let Some(mut guard) = self.guard.take() else {
             return Err(Error::TransactionClosed);
         };
+        let closed = self.closed.load(Ordering::Acquire);
         let result = match guard.as_ref() {
             // The caller's own SQL ended the transaction already (refused by
             // `still_open`, but the work is gone): nothing to roll back, and
@@ -71,6 +77,14 @@ impl SqliteTx {
                     Err(Error::Transaction(
                         "the transaction was already ended by a statement inside it".into(),
                     ))
+                } else {
+                    Ok(())
+                }
+            }
+            Some(conn) if closed => {
+                let _ = conn.execute_batch(sql::ROLLBACK);
+                if end == sql::COMMIT {
+                    Err(Error::StoreClosed)
                 } else {
                     Ok(())
                 }
@@ -85,7 +99,8 @@ impl SqliteTx {
             }
             None => Err(Error::StoreClosed),
         };
-        if self.closed.load(Ordering::Acquire) {
+        if closed {
+            // `close` could not take the writer while we held it.
             guard.take();
         }
         result
@@ -98,17 +113,21 @@ impl Tx for SqliteTx {
         // Plain `prepare`, not the cache: the caller's ad-hoc statements would
         // evict the engine's hot ones.
         let mut stmt = conn.prepare(sql).db()?;
-        let params = params_from_iter(params.iter().map(Param));
-        let changed = if stmt.column_count() == 0 {
-            stmt.execute(params).db()? as u64
+        let before = conn.total_changes();
+        // Run to the end, draining any rows (`INSERT … RETURNING`, a SELECT).
+        let mut rows = stmt
+            .query(params_from_iter(params.iter().map(Param)))
+            .db()?;
+        while rows.next().db()?.is_some() {}
+        drop(rows);
+        drop(stmt);
+        // sqlite3_changes() keeps the count of the last INSERT/UPDATE/DELETE,
+        // so a SELECT or DDL would report a stale number: they changed no row.
+        let changed = if conn.total_changes() == before {
+            0
         } else {
-            // `INSERT … RETURNING` and the like: run it to the end, count the changes.
-            let mut rows = stmt.query(params).db()?;
-            while rows.next().db()?.is_some() {}
-            drop(rows);
             conn.changes()
         };
-        drop(stmt);
         still_open(conn)?;
         Ok(changed)
     }

@@ -245,3 +245,38 @@ fn a_transaction_can_move_between_threads() -> Result<()> {
     assert_eq!(f.engine.stats("q")?.pending, 1);
     Ok(())
 }
+
+#[test]
+fn execute_counts_only_rows_it_changed() -> Result<()> {
+    let f = Fixture::new()?;
+    let mut tx = f.engine.begin()?;
+    tx.execute("CREATE TABLE t (x)", &[])?;
+    assert_eq!(tx.execute("INSERT INTO t VALUES (1), (2), (3)", &[])?, 3);
+    assert_eq!(
+        tx.execute("CREATE INDEX t_x ON t (x)", &[])?,
+        0,
+        "DDL changes no row"
+    );
+    assert_eq!(
+        tx.execute("SELECT * FROM t", &[])?,
+        0,
+        "a SELECT changes no row"
+    );
+    assert_eq!(tx.execute("UPDATE t SET x = x + 1 WHERE x > 1", &[])?, 2);
+    assert_eq!(tx.execute("DELETE FROM t WHERE x > 100", &[])?, 0);
+    tx.rollback()?;
+    Ok(())
+}
+
+#[test]
+fn commit_after_close_lands_nothing() -> Result<()> {
+    let f = Fixture::new()?;
+    let mut tx = f.engine.begin()?;
+    f.engine
+        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+    f.engine.close();
+    assert_eq!(tx.execute("SELECT 1", &[]), Err(Error::StoreClosed));
+    assert_eq!(tx.commit(), Err(Error::StoreClosed));
+    assert_eq!(f.reopen()?.stats("q")?.pending, 0);
+    Ok(())
+}
