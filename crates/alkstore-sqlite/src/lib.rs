@@ -8,6 +8,15 @@
 //!
 //! This crate is pure storage. It must never depend on pyo3 (the binding
 //! crate depends on it, never the reverse) nor on the Postgres engine.
+//!
+//! Where this engine goes beyond the letter of ADR 0001 (behaviour unchanged):
+//! - index names carry the `__alkstore_` prefix (`__alkstore_jobs_ready`, …):
+//!   SQLite index names are file-wide and the caller's tables share the file;
+//! - the claim has a single-statement fast path used while the queue has no
+//!   lapsed lease (see `claim.rs`), and the full ADR sequence otherwise;
+//! - a dead row stores `state = 'dead'`; every other column is copied as is;
+//! - durations are clamped to about 34,000 years so `now + d` never
+//!   overflows SQLite's integers.
 
 use std::sync::Arc;
 

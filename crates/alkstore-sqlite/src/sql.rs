@@ -33,7 +33,7 @@ visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, exp
 VALUES (?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
 coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11)";
 
-/// The columns a move to dead copies; the SELECT side is [`live_to_dead!`].
+/// The columns a move to dead copies; the SELECT side is `live_to_dead!`.
 macro_rules! insert_dead {
     () => {
         "INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, \
