@@ -10,7 +10,8 @@
 //! Closing: [`Conns::close`] marks the handle closed and drops every
 //! connection it can lock. A connection that was in use at that moment (a
 //! caller transaction, an op in flight) is dropped by whoever releases it,
-//! so close never waits on a transaction the closing thread itself may hold.
+//! so close waits at most [`CLOSE_WAIT`] and never for a transaction to end
+//! (the closing thread may be the one holding it).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
