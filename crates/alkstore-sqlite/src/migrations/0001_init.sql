@@ -1,0 +1,67 @@
+-- 0001: the queue tables and their partial indexes (ADR 0001).
+-- Index names carry the __alkstore_ prefix: on SQLite index names are
+-- file-wide and the caller's own tables live in the same file.
+
+CREATE TABLE IF NOT EXISTS __alkstore_jobs (
+    -- AUTOINCREMENT: ids must never be reused, not even after the highest row is deleted.
+    id                   INTEGER PRIMARY KEY AUTOINCREMENT,
+    queue                TEXT    NOT NULL,
+    state                TEXT    NOT NULL,
+    -- JSON text, kept byte-for-byte (key order included).
+    payload              TEXT    NOT NULL,
+    priority             INTEGER NOT NULL,
+    attempts             INTEGER NOT NULL,
+    max_attempts         INTEGER NOT NULL,
+    -- Fencing token: +1 per claim, never refunded.
+    claim_token          INTEGER NOT NULL,
+    visibility_timeout_s INTEGER NOT NULL,
+    backoff_base_s       REAL    NOT NULL,
+    dead_retention_s     INTEGER,
+    enqueued_at          INTEGER NOT NULL,
+    run_at               INTEGER NOT NULL,
+    claimed_at           INTEGER,
+    deadline             INTEGER,
+    worker_id            TEXT,
+    expires_at           INTEGER
+);
+
+-- The claim hot path: ready rows in claim order.
+CREATE INDEX IF NOT EXISTS __alkstore_jobs_ready
+    ON __alkstore_jobs (queue, priority DESC, run_at, id) WHERE state = 'pending';
+-- Lapsed leases: reclaim and exhaustion by reclaim.
+CREATE INDEX IF NOT EXISTS __alkstore_jobs_leased
+    ON __alkstore_jobs (queue, deadline) WHERE state = 'processing';
+-- The expiry sweep.
+CREATE INDEX IF NOT EXISTS __alkstore_jobs_expiring
+    ON __alkstore_jobs (queue, expires_at) WHERE expires_at IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS __alkstore_dead (
+    -- The live row's id, moved, never regenerated.
+    id                   INTEGER PRIMARY KEY,
+    queue                TEXT    NOT NULL,
+    state                TEXT    NOT NULL,
+    payload              TEXT    NOT NULL,
+    priority             INTEGER NOT NULL,
+    attempts             INTEGER NOT NULL,
+    max_attempts         INTEGER NOT NULL,
+    claim_token          INTEGER NOT NULL,
+    visibility_timeout_s INTEGER NOT NULL,
+    backoff_base_s       REAL    NOT NULL,
+    dead_retention_s     INTEGER,
+    enqueued_at          INTEGER NOT NULL,
+    run_at               INTEGER NOT NULL,
+    claimed_at           INTEGER,
+    deadline             INTEGER,
+    worker_id            TEXT,
+    expires_at           INTEGER,
+    last_error           TEXT    NOT NULL,
+    died_at              INTEGER NOT NULL,
+    -- died_at + dead_retention_s; NULL keeps the row forever.
+    purge_at             INTEGER
+);
+
+-- dead_jobs paging, get_job, stats.
+CREATE INDEX IF NOT EXISTS __alkstore_dead_queue ON __alkstore_dead (queue, id);
+-- Retention purge.
+CREATE INDEX IF NOT EXISTS __alkstore_dead_purge
+    ON __alkstore_dead (queue, purge_at) WHERE purge_at IS NOT NULL;
