@@ -3,9 +3,12 @@
 //! the reader) and leaves the SQL to the per-concept modules.
 
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use alkstore_core::{
-    Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx,
+    Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx,
+    WakeHub,
 };
 use rusqlite::Connection;
 
@@ -18,14 +21,19 @@ pub(crate) struct SqliteEngine {
     conns: Conns,
     /// The test-only clock shift (`_advance_clock`), added to `unixepoch()`.
     offset: AtomicI64,
+    /// For the wake watcher's own connection.
+    path: String,
+    watch_every: Duration,
 }
 
 impl SqliteEngine {
     /// Wraps opened and migrated connections.
-    pub(crate) fn new(conns: Conns) -> Self {
+    pub(crate) fn new(conns: Conns, path: &str, options: &OpenOptions) -> Self {
         SqliteEngine {
             conns,
             offset: AtomicI64::new(0),
+            path: path.to_owned(),
+            watch_every: Duration::from_millis(options.watch_interval_ms),
         }
     }
 
@@ -172,6 +180,18 @@ impl Engine for SqliteEngine {
         let offset = self.offset();
         self.conns
             .with_writer(|c| sweep::sweep_expired(c, offset, queue))
+    }
+
+    fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
+        crate::wake::start(&self.path, self.watch_every, hub, self.conns.closed.clone())
+    }
+
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+        let offset = self.offset();
+        self.conns.with_reader(|c| {
+            let now = crate::conn::now(c, offset)?;
+            crate::wake::next_wake(c, queue, now)
+        })
     }
 
     fn advance_clock(&self, seconds: i64) {

@@ -36,6 +36,7 @@ mod rows;
 mod sql;
 mod sweep;
 mod tx;
+mod wake;
 
 /// The schema version this build of the engine creates and understands;
 /// a file with a higher `schema_version` is refused at open.
@@ -47,5 +48,5 @@ pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
 /// was written by a newer alkstore gives `Error::Database` naming the file.
 pub fn open(path: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
     let conns = open::open_conns(path, options)?;
-    Ok(Arc::new(engine::SqliteEngine::new(conns)))
+    Ok(Arc::new(engine::SqliteEngine::new(conns, path, options)))
 }

@@ -87,6 +87,8 @@ macro_rules! claim_returning {
 /// (first `?4` lapsed leases by deadline), both unexpired, updated in one
 /// statement. Each candidate scan walks its partial index; only the ≤ 2n
 /// candidates are sorted. `?1` queue, `?2` worker, `?3` now, `?4` n.
+/// `INDEXED BY` pins the ready scan: the due index (0002) also matches
+/// `run_at <= now`, and a planner that picked it would sort every ready row.
 /// RETURNING order is unspecified: the caller sorts.
 pub const CLAIM: &str = concat!("\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
@@ -94,7 +96,7 @@ claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + 
 WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM (\
-SELECT id, priority, run_at FROM __alkstore_jobs \
+SELECT id, priority, run_at FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
 WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 \
 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY priority DESC, run_at, id LIMIT ?4) \
@@ -120,8 +122,8 @@ macro_rules! claim_set_sql_now {
 /// The ready-row candidate scan of [`CLAIM`], `now` computed in-statement.
 macro_rules! ready_ids_sql_now {
     () => {
-        "SELECT id FROM __alkstore_jobs WHERE queue = ?1 AND state = 'pending' \
-         AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+        "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
+         WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
          ORDER BY priority DESC, run_at, id LIMIT ?4"
     };
 }
@@ -400,7 +402,8 @@ mod tests {
             (SWEEP_DELETE, "__alkstore_jobs_expiring"),
             (PURGE, "__alkstore_dead_purge"),
             (DEAD_JOBS, "__alkstore_dead_queue"),
-            (STATS, "COVERING INDEX __alkstore_jobs_ready"),
+            // Ready-row counts seek the run_at-ordered due index (0002).
+            (STATS, "COVERING INDEX __alkstore_jobs_due"),
             (STATS, "COVERING INDEX __alkstore_jobs_leased"),
             (STATS, "COVERING INDEX __alkstore_dead_queue"),
         ];
