@@ -59,6 +59,8 @@ demo: install ## Build, install, then run the tour: python -m alkstore demo
 .PHONY: test
 test: install ## Build + install the wheel, then Rust tests and pytest (Postgres too)
 	cargo test --workspace
+	@# cargo test does not build bench targets; keep the criterion benches compiling.
+	cargo build -p alkstore-benches --benches
 	$(PYTHON) -m pytest
 
 .PHONY: lint
