@@ -153,7 +153,7 @@ fn postgres_benches(c: &mut Criterion) {
         Ok(engine) => engine,
         Err(e) => {
             println!(
-                "skipping Postgres benchmarks: {} does not answer (set ALKSTORE_TEST_DATABASE_URL): {e}",
+                "skipping Postgres benchmarks: cannot open {} (ALKSTORE_TEST_DATABASE_URL): {e}",
                 redact_url(&url)
             );
             return;
