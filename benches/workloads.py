@@ -47,19 +47,27 @@ def report(workload: str, engine: str, phase: str, n: int, seconds: float) -> fl
     return rate
 
 
-def rss_kib() -> int:
-    """Current resident set size in KiB (VmRSS), or the peak when /proc is unavailable."""
+def _proc_status_kib(field: str) -> int | None:
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
     except OSError:
         pass
-    return peak_rss_kib()
+    return None
+
+
+def rss_kib() -> int:
+    """Current resident set size in KiB (VmRSS); the peak where /proc is unavailable."""
+    return _proc_status_kib("VmRSS") or peak_rss_kib()
 
 
 def peak_rss_kib() -> int:
+    """Peak resident set size in KiB (VmHWM, else getrusage's ru_maxrss)."""
+    hwm = _proc_status_kib("VmHWM")
+    if hwm is not None:
+        return hwm
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak // 1024 if sys.platform == "darwin" else peak  # bytes on macOS, KiB on Linux
 
