@@ -84,9 +84,12 @@ macro_rules! claim_returning {
 }
 
 /// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
-/// (first `?4` lapsed leases by deadline), both unexpired, updated in one
-/// statement. Each candidate scan walks its partial index; only the ≤ 2n
-/// candidates are sorted. `?1` queue, `?2` worker, `?3` now, `?4` n.
+/// (every lapsed lease), both unexpired, updated in one statement. Each
+/// candidate scan walks its partial index. Lapsed leases are not limited by
+/// deadline: the claim order is priority first, so any of them may be the
+/// best. This path only runs while some lease has lapsed (the fast path
+/// below handles the rest), and its cost grows with the number of lapsed
+/// leases, never with the backlog. `?1` queue, `?2` worker, `?3` now, `?4` n.
 /// `INDEXED BY` pins the ready scan: the due index (0002) also matches
 /// `run_at <= now`, and a planner that picked it would sort every ready row.
 /// RETURNING order is unspecified: the caller sorts.
@@ -104,8 +107,7 @@ UNION ALL \
 SELECT id, priority, run_at FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 \
-AND (expires_at IS NULL OR expires_at > ?3) \
-ORDER BY deadline LIMIT ?4)) \
+AND (expires_at IS NULL OR expires_at > ?3))) \
 ORDER BY priority DESC, run_at, id LIMIT ?4)",
     claim_returning!()
 );
@@ -325,7 +327,7 @@ mod tests {
 
     /// Both claim candidate scans seek their partial index in its own order:
     /// no full scan and no sort of the jobs table; the one sort is the final
-    /// merge of the ≤ 2n candidates. Checked with and without ANALYZE
+    /// merge of the ready candidates and the lapsed leases. Checked with and without ANALYZE
     /// statistics (a real store never runs ANALYZE).
     #[test]
     fn claim_plan_uses_the_partial_indexes() -> Result<()> {
