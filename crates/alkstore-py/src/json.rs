@@ -101,9 +101,13 @@ fn write_seq<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, out: &mut Stri
 }
 
 fn write_str(s: &Bound<'_, PyString>, out: &mut String) -> PyResult<()> {
-    let text = s
-        .to_str()
-        .map_err(|_| PyValueError::new_err("payload contains a str that is not valid Unicode (a lone surrogate)"))?;
+    let Ok(text) = s.to_str() else {
+        // A lone surrogate has no UTF-8 form; json.dumps writes it as a
+        // \uXXXX escape, and so do we (its ASCII output round-trips exactly).
+        let dumps = s.py().import("json")?.getattr("dumps")?;
+        out.push_str(&dumps.call1((s,))?.extract::<String>()?);
+        return Ok(());
+    };
     out.push('"');
     for c in text.chars() {
         match c {

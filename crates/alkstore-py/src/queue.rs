@@ -14,7 +14,7 @@ use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::stop::StopToken;
-use crate::wait::{self, blocking};
+use crate::wait::{blocking, ClaimTimeout};
 use crate::json;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
@@ -81,14 +81,6 @@ impl JobOpts {
     }
 }
 
-/// `timeout=` of a claim: the default (and 0) never waits.
-fn claim_timeout(t: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    match t {
-        None => Ok(Some(Duration::ZERO)),
-        Some(t) => wait::timeout(Some(t)),
-    }
-}
-
 impl Queue {
     fn claim_n(
         &self,
@@ -113,14 +105,15 @@ impl Queue {
         slf: &Bound<'_, Self>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         single: bool,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // Forwarded as seconds, or None for "forever".
+        let timeout = timeout.0.map(|d| d.as_secs_f64());
         let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
         let step = slf.getattr("_claim_blocking")?;
-        let t = timeout.map_or_else(|| 0i64.into_pyobject(py).map(|v| v.into_any()), |t| Ok(t.clone()))?;
-        Ok(run.call1((step, worker_id, n, t, single))?.unbind())
+        Ok(run.call1((step, worker_id, n, timeout, single))?.unbind())
     }
 
     pub(crate) fn new(store: Arc<CoreStore>, name: String, opts: QueueOpts) -> Self {
@@ -184,45 +177,43 @@ impl Queue {
 
     /// Claims one job: `timeout=0` looks once, seconds wait up to that long
     /// (woken by commits), None waits until a job arrives, `stop` or close.
-    #[pyo3(signature = (worker_id, *, timeout=None, stop=None))]
+    #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default(), stop=None))]
     fn claim(
         &self,
         py: Python<'_>,
         worker_id: &str,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Option<JobHandle>> {
-        let t = claim_timeout(timeout)?;
-        Ok(self.claim_n(py, worker_id, 1, t, stop, None)?.pop())
+        Ok(self.claim_n(py, worker_id, 1, timeout.0, stop, None)?.pop())
     }
 
     /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
-    #[pyo3(signature = (worker_id, n, *, timeout=None, stop=None))]
+    #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default(), stop=None))]
     fn claim_batch(
         &self,
         py: Python<'_>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
-        let t = claim_timeout(timeout)?;
-        self.claim_n(py, worker_id, n, t, stop, None)
+        self.claim_n(py, worker_id, n, timeout.0, stop, None)
     }
 
     /// The asyncio twin of `claim`.
-    #[pyo3(signature = (worker_id, *, timeout=None))]
-    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default()))]
+    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, 1, timeout, true)
     }
 
     /// The asyncio twin of `claim_batch`.
-    #[pyo3(signature = (worker_id, n, *, timeout=None))]
+    #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default()))]
     fn aclaim_batch(
         slf: &Bound<'_, Self>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
     ) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, n, timeout, false)
     }
@@ -233,12 +224,11 @@ impl Queue {
         py: Python<'_>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         single: bool,
         cancel: &Bound<'_, StopToken>,
     ) -> PyResult<Py<PyAny>> {
-        let t = claim_timeout(timeout)?;
-        let mut got = self.claim_n(py, worker_id, n, t, None, Some(cancel))?;
+        let mut got = self.claim_n(py, worker_id, n, timeout.0, None, Some(cancel))?;
         if single {
             return Ok(got.pop().map(|h| Py::new(py, h)).transpose()?.map_or_else(|| py.None(), Py::into_any));
         }
