@@ -13,11 +13,11 @@ use crate::convert::{instant, integer, opt_duration};
 use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
-use crate::stop::StopToken;
-use crate::wait::{blocking, ClaimTimeout};
 use crate::json;
+use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
+use crate::wait::{blocking, ClaimTimeout};
 
 /// A queue handle (`store.queue(name, ...)`); a name, not a created object.
 #[pyclass(name = "Queue", module = "alkstore", frozen)]
@@ -57,9 +57,8 @@ impl JobOpts {
         let priority = match priority {
             Some(p) if !p.is_none() => {
                 let p = integer(p, "priority")?;
-                i32::try_from(p).map_err(|_| {
-                    PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}"))
-                })?
+                i32::try_from(p)
+                    .map_err(|_| PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}")))?
             }
             _ => 0,
         };
@@ -95,9 +94,8 @@ impl Queue {
             return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
         }
         let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
-        let claimed = blocking(py, timeout, &stops, |spec| {
-            self.store.claim_wait(&self.name, worker_id, n as usize, spec)
-        })?;
+        let claimed =
+            blocking(py, timeout, &stops, |spec| self.store.claim_wait(&self.name, worker_id, n as usize, spec))?;
         Ok(self.handles(claimed))
     }
 
@@ -209,12 +207,7 @@ impl Queue {
 
     /// The asyncio twin of `claim_batch`.
     #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default()))]
-    fn aclaim_batch(
-        slf: &Bound<'_, Self>,
-        worker_id: &str,
-        n: i64,
-        timeout: ClaimTimeout,
-    ) -> PyResult<Py<PyAny>> {
+    fn aclaim_batch(slf: &Bound<'_, Self>, worker_id: &str, n: i64, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, n, timeout, false)
     }
 
@@ -247,7 +240,12 @@ impl Queue {
 
     /// Acks many handles in one commit; returns how many landed.
     #[pyo3(signature = (jobs, tx=None))]
-    fn ack_batch(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<usize> {
+    fn ack_batch(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<usize> {
         let mut claimed = Vec::new();
         for j in jobs.try_iter()? {
             let j = j?;

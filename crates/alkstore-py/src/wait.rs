@@ -64,10 +64,9 @@ pub fn blocking<T: Send>(
     let r = py.detach(|| f(&WaitSpec { timeout, stops, interrupted: &interrupted }));
     match r {
         Ok(v) => Ok(v),
-        Err(Error::Interrupted) => Err(signal
-            .lock()
-            .take()
-            .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))),
+        Err(Error::Interrupted) => {
+            Err(signal.lock().take().unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted")))
+        }
         Err(e) => Err(to_pyerr(e)),
     }
 }

@@ -10,9 +10,6 @@ use crate::sql;
 
 /// Deletes a pending or processing row of `queue`; false when there is none.
 pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64) -> Result<bool> {
-    let changed = conn
-        .prepare_cached(sql::CANCEL)
-        .and_then(|mut s| s.execute(params![id, queue]))
-        .db()?;
+    let changed = conn.prepare_cached(sql::CANCEL).and_then(|mut s| s.execute(params![id, queue])).db()?;
     Ok(changed == 1)
 }

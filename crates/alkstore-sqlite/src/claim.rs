@@ -25,19 +25,9 @@ use crate::rows;
 use crate::sql;
 
 /// Claims up to `n` (>= 1) jobs of `queue` for `worker`, best first.
-pub(crate) fn claim(
-    conn: &Connection,
-    offset: i64,
-    queue: &str,
-    worker: &str,
-    n: usize,
-) -> Result<Vec<Claimed>> {
+pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
-    let fast = if n == 1 {
-        sql::CLAIM_READY_ONE
-    } else {
-        sql::CLAIM_READY
-    };
+    let fast = if n == 1 { sql::CLAIM_READY_ONE } else { sql::CLAIM_READY };
     let mut claimed = run(conn, fast, params![queue, worker, offset, limit], n)?;
     if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
         claimed = atomic(conn, Scope::Own, |c| {
@@ -67,25 +57,17 @@ fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Ve
 
 /// Whether `queue` has a lease past its deadline (a read: no write lock).
 fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<bool> {
-    conn.prepare_cached(sql::HAS_LAPSED)
-        .and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0)))
-        .db()
+    conn.prepare_cached(sql::HAS_LAPSED).and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0))).db()
 }
 
 /// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'.
 /// Usually matches nothing, and then the DELETE is skipped.
 fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
-    let moved = conn
-        .prepare_cached(sql::EXHAUST_MOVE)
-        .and_then(|mut s| s.execute(params![queue, now]))
-        .db()?;
+    let moved = conn.prepare_cached(sql::EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;
     if moved == 0 {
         return Ok(());
     }
-    let deleted = conn
-        .prepare_cached(sql::EXHAUST_DELETE)
-        .and_then(|mut s| s.execute(params![queue, now]))
-        .db()?;
+    let deleted = conn.prepare_cached(sql::EXHAUST_DELETE).and_then(|mut s| s.execute(params![queue, now])).db()?;
     if deleted != moved {
         // Same predicate, same `now`, one write transaction: cannot differ
         // unless the file changed under us. Abort rather than strand a row.

@@ -76,11 +76,7 @@ impl Conns {
 }
 
 #[inline]
-fn with_slot<T>(
-    slot: &Slot,
-    closed: &AtomicBool,
-    f: impl FnOnce(&Connection) -> Result<T>,
-) -> Result<T> {
+fn with_slot<T>(slot: &Slot, closed: &AtomicBool, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     let mut guard = slot.lock();
     let result = match guard.as_ref() {
         Some(conn) if !closed.load(Ordering::Acquire) => f(conn),
@@ -104,24 +100,13 @@ pub(crate) enum Scope {
 }
 
 /// Runs `f` atomically on `conn`: all of its statements land or none do.
-pub(crate) fn atomic<T>(
-    conn: &Connection,
-    scope: Scope,
-    f: impl FnOnce(&Connection) -> Result<T>,
-) -> Result<T> {
+pub(crate) fn atomic<T>(conn: &Connection, scope: Scope, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     let (begin, end) = match scope {
         Scope::Own => (sql::BEGIN_IMMEDIATE, sql::COMMIT),
         Scope::Caller => (sql::SAVEPOINT, sql::RELEASE),
     };
-    conn.prepare_cached(begin)
-        .and_then(|mut s| s.execute([]))
-        .db()?;
-    let result = f(conn).and_then(|v| {
-        conn.prepare_cached(end)
-            .and_then(|mut s| s.execute([]))
-            .db()
-            .map(|_| v)
-    });
+    conn.prepare_cached(begin).and_then(|mut s| s.execute([])).db()?;
+    let result = f(conn).and_then(|v| conn.prepare_cached(end).and_then(|mut s| s.execute([])).db().map(|_| v));
     if result.is_err() {
         undo(conn, scope);
     }
@@ -148,9 +133,7 @@ fn undo(conn: &Connection, scope: Scope) {
 /// The database clock plus `offset`, read once for a multi-statement op.
 #[inline]
 pub(crate) fn now(conn: &Connection, offset: i64) -> Result<i64> {
-    conn.prepare_cached(sql::NOW)
-        .and_then(|mut s| s.query_row([offset], |r| r.get(0)))
-        .db()
+    conn.prepare_cached(sql::NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
 }
 
 /// The longest duration the engine stores, about 34,000 years: in practice

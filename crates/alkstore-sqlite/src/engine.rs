@@ -7,8 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_core::{
-    Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx,
-    WakeHub,
+    Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
 };
 use rusqlite::Connection;
 
@@ -44,11 +43,7 @@ impl SqliteEngine {
 
     /// Runs a write op on the caller's transaction when given, else on the writer.
     #[inline]
-    fn write<T>(
-        &self,
-        tx: Option<&mut dyn Tx>,
-        f: impl FnOnce(&Connection, Scope) -> Result<T>,
-    ) -> Result<T> {
+    fn write<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection, Scope) -> Result<T>) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?, Scope::Caller),
             None => self.conns.with_writer(|c| f(c, Scope::Own)),
@@ -57,11 +52,7 @@ impl SqliteEngine {
 
     /// Runs a read on the caller's transaction (so it sees its own writes)
     /// when given, else on the reader.
-    fn read<T>(
-        &self,
-        tx: Option<&mut dyn Tx>,
-        f: impl FnOnce(&Connection) -> Result<T>,
-    ) -> Result<T> {
+    fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?),
             None => self.conns.with_reader(f),
@@ -71,14 +62,10 @@ impl SqliteEngine {
     /// The connection of a caller transaction begun on this very handle.
     fn tx_conn<'t>(&self, tx: &'t mut dyn Tx) -> Result<&'t Connection> {
         let Some(tx) = tx.as_any_mut().downcast_mut::<SqliteTx>() else {
-            return Err(Error::Transaction(
-                "the transaction belongs to another engine, not this SQLite store".into(),
-            ));
+            return Err(Error::Transaction("the transaction belongs to another engine, not this SQLite store".into()));
         };
         if !tx.holds(&self.conns.writer) {
-            return Err(Error::Transaction(
-                "the transaction belongs to another store handle".into(),
-            ));
+            return Err(Error::Transaction("the transaction belongs to another store handle".into()));
         }
         tx.conn()
     }
@@ -90,26 +77,15 @@ impl Engine for SqliteEngine {
     }
 
     fn begin(&self) -> Result<Box<dyn Tx>> {
-        Ok(Box::new(SqliteTx::begin(
-            &self.conns.writer,
-            &self.conns.closed,
-        )?))
+        Ok(Box::new(SqliteTx::begin(&self.conns.writer, &self.conns.closed)?))
     }
 
-    fn enqueue(
-        &self,
-        tx: Option<&mut dyn Tx>,
-        queue: &str,
-        opts: &QueueOpts,
-        jobs: &[NewJob],
-    ) -> Result<Vec<i64>> {
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
         let offset = self.offset();
-        self.write(tx, |c, scope| {
-            enqueue::enqueue(c, scope, offset, queue, opts, jobs)
-        })
+        self.write(tx, |c, scope| enqueue::enqueue(c, scope, offset, queue, opts, jobs))
     }
 
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
@@ -117,8 +93,7 @@ impl Engine for SqliteEngine {
             return Ok(Vec::new());
         }
         let offset = self.offset();
-        self.conns
-            .with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
+        self.conns.with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
     }
 
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
@@ -129,17 +104,9 @@ impl Engine for SqliteEngine {
         self.write(tx, |c, scope| handle::ack(c, scope, offset, jobs))
     }
 
-    fn retry(
-        &self,
-        tx: Option<&mut dyn Tx>,
-        job: &Claimed,
-        error: &str,
-        delay_s: Option<i64>,
-    ) -> Result<bool> {
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
         let offset = self.offset();
-        self.write(tx, |c, scope| {
-            handle::retry(c, scope, offset, job, error, delay_s)
-        })
+        self.write(tx, |c, scope| handle::retry(c, scope, offset, job, error, delay_s))
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
@@ -149,8 +116,7 @@ impl Engine for SqliteEngine {
 
     fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
         let offset = self.offset();
-        self.conns
-            .with_writer(|c| handle::heartbeat(c, offset, job, extend_s))
+        self.conns.with_writer(|c| handle::heartbeat(c, offset, job, extend_s))
     }
 
     fn release(&self, job: &Claimed) -> Result<bool> {
@@ -167,8 +133,7 @@ impl Engine for SqliteEngine {
     }
 
     fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.conns
-            .with_reader(|c| reads::dead_jobs(c, queue, limit, before_id))
+        self.conns.with_reader(|c| reads::dead_jobs(c, queue, limit, before_id))
     }
 
     fn stats(&self, queue: &str) -> Result<QueueStats> {
@@ -178,8 +143,7 @@ impl Engine for SqliteEngine {
 
     fn sweep_expired(&self, queue: &str) -> Result<Swept> {
         let offset = self.offset();
-        self.conns
-            .with_writer(|c| sweep::sweep_expired(c, offset, queue))
+        self.conns.with_writer(|c| sweep::sweep_expired(c, offset, queue))
     }
 
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {

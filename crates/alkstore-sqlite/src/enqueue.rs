@@ -21,21 +21,11 @@ pub(crate) fn enqueue(
     if let [job] = jobs {
         return Ok(vec![insert(conn, offset, queue, opts, job)?]);
     }
-    atomic(conn, scope, |c| {
-        jobs.iter()
-            .map(|job| insert(c, offset, queue, opts, job))
-            .collect()
-    })
+    atomic(conn, scope, |c| jobs.iter().map(|job| insert(c, offset, queue, opts, job)).collect())
 }
 
 #[inline]
-fn insert(
-    conn: &Connection,
-    offset: i64,
-    queue: &str,
-    opts: &QueueOpts,
-    job: &NewJob,
-) -> Result<i64> {
+fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &NewJob) -> Result<i64> {
     let (at, delay) = match job.ready {
         ReadyAt::Now => (None, 0),
         ReadyAt::Delay(d) => (None, span(d)),

@@ -27,17 +27,11 @@ pub(crate) fn db_error(e: rusqlite::Error) -> Error {
     match e {
         rusqlite::Error::SqliteFailure(err, msg) => {
             let base = msg.unwrap_or_else(|| ffi::code_to_str(err.extended_code).to_owned());
-            Error::database(
-                Some(code_name(err.extended_code)),
-                explain(err.extended_code, base),
-            )
+            Error::database(Some(code_name(err.extended_code)), explain(err.extended_code, base))
         }
-        rusqlite::Error::SqlInputError {
-            error, msg, offset, ..
-        } => Error::database(
-            Some(code_name(error.extended_code)),
-            format!("{msg} (at byte {offset} of the statement)"),
-        ),
+        rusqlite::Error::SqlInputError { error, msg, offset, .. } => {
+            Error::database(Some(code_name(error.extended_code)), format!("{msg} (at byte {offset} of the statement)"))
+        }
         other => Error::database(None, other.to_string()),
     }
 }
@@ -65,10 +59,9 @@ fn explain(extended: c_int, message: String) -> String {
 /// file could not be opened.
 pub(crate) fn at_open(path: &str, e: Error) -> Error {
     match e {
-        Error::Database { code, message } => Error::Database {
-            code,
-            message: format!("cannot open the alkstore SQLite store {path:?}: {message}"),
-        },
+        Error::Database { code, message } => {
+            Error::Database { code, message: format!("cannot open the alkstore SQLite store {path:?}: {message}") }
+        }
         other => other,
     }
 }
@@ -113,10 +106,7 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_NOTADB, "SQLITE_NOTADB"),
     (ffi::SQLITE_NOTICE, "SQLITE_NOTICE"),
     (ffi::SQLITE_WARNING, "SQLITE_WARNING"),
-    (
-        ffi::SQLITE_ERROR_MISSING_COLLSEQ,
-        "SQLITE_ERROR_MISSING_COLLSEQ",
-    ),
+    (ffi::SQLITE_ERROR_MISSING_COLLSEQ, "SQLITE_ERROR_MISSING_COLLSEQ"),
     (ffi::SQLITE_ERROR_RETRY, "SQLITE_ERROR_RETRY"),
     (ffi::SQLITE_ERROR_SNAPSHOT, "SQLITE_ERROR_SNAPSHOT"),
     (ffi::SQLITE_ERROR_RESERVESIZE, "SQLITE_ERROR_RESERVESIZE"),
@@ -135,10 +125,7 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_IOERR_BLOCKED, "SQLITE_IOERR_BLOCKED"),
     (ffi::SQLITE_IOERR_NOMEM, "SQLITE_IOERR_NOMEM"),
     (ffi::SQLITE_IOERR_ACCESS, "SQLITE_IOERR_ACCESS"),
-    (
-        ffi::SQLITE_IOERR_CHECKRESERVEDLOCK,
-        "SQLITE_IOERR_CHECKRESERVEDLOCK",
-    ),
+    (ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, "SQLITE_IOERR_CHECKRESERVEDLOCK"),
     (ffi::SQLITE_IOERR_LOCK, "SQLITE_IOERR_LOCK"),
     (ffi::SQLITE_IOERR_CLOSE, "SQLITE_IOERR_CLOSE"),
     (ffi::SQLITE_IOERR_DIR_CLOSE, "SQLITE_IOERR_DIR_CLOSE"),
@@ -154,14 +141,8 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_IOERR_VNODE, "SQLITE_IOERR_VNODE"),
     (ffi::SQLITE_IOERR_AUTH, "SQLITE_IOERR_AUTH"),
     (ffi::SQLITE_IOERR_BEGIN_ATOMIC, "SQLITE_IOERR_BEGIN_ATOMIC"),
-    (
-        ffi::SQLITE_IOERR_COMMIT_ATOMIC,
-        "SQLITE_IOERR_COMMIT_ATOMIC",
-    ),
-    (
-        ffi::SQLITE_IOERR_ROLLBACK_ATOMIC,
-        "SQLITE_IOERR_ROLLBACK_ATOMIC",
-    ),
+    (ffi::SQLITE_IOERR_COMMIT_ATOMIC, "SQLITE_IOERR_COMMIT_ATOMIC"),
+    (ffi::SQLITE_IOERR_ROLLBACK_ATOMIC, "SQLITE_IOERR_ROLLBACK_ATOMIC"),
     (ffi::SQLITE_IOERR_DATA, "SQLITE_IOERR_DATA"),
     (ffi::SQLITE_IOERR_CORRUPTFS, "SQLITE_IOERR_CORRUPTFS"),
     (ffi::SQLITE_IOERR_IN_PAGE, "SQLITE_IOERR_IN_PAGE"),
@@ -189,37 +170,19 @@ const CODES: &[(c_int, &str)] = &[
     (ffi::SQLITE_READONLY_DIRECTORY, "SQLITE_READONLY_DIRECTORY"),
     (ffi::SQLITE_ABORT_ROLLBACK, "SQLITE_ABORT_ROLLBACK"),
     (ffi::SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"),
-    (
-        ffi::SQLITE_CONSTRAINT_COMMITHOOK,
-        "SQLITE_CONSTRAINT_COMMITHOOK",
-    ),
-    (
-        ffi::SQLITE_CONSTRAINT_FOREIGNKEY,
-        "SQLITE_CONSTRAINT_FOREIGNKEY",
-    ),
-    (
-        ffi::SQLITE_CONSTRAINT_FUNCTION,
-        "SQLITE_CONSTRAINT_FUNCTION",
-    ),
+    (ffi::SQLITE_CONSTRAINT_COMMITHOOK, "SQLITE_CONSTRAINT_COMMITHOOK"),
+    (ffi::SQLITE_CONSTRAINT_FOREIGNKEY, "SQLITE_CONSTRAINT_FOREIGNKEY"),
+    (ffi::SQLITE_CONSTRAINT_FUNCTION, "SQLITE_CONSTRAINT_FUNCTION"),
     (ffi::SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL"),
-    (
-        ffi::SQLITE_CONSTRAINT_PRIMARYKEY,
-        "SQLITE_CONSTRAINT_PRIMARYKEY",
-    ),
+    (ffi::SQLITE_CONSTRAINT_PRIMARYKEY, "SQLITE_CONSTRAINT_PRIMARYKEY"),
     (ffi::SQLITE_CONSTRAINT_TRIGGER, "SQLITE_CONSTRAINT_TRIGGER"),
     (ffi::SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE"),
     (ffi::SQLITE_CONSTRAINT_VTAB, "SQLITE_CONSTRAINT_VTAB"),
     (ffi::SQLITE_CONSTRAINT_ROWID, "SQLITE_CONSTRAINT_ROWID"),
     (ffi::SQLITE_CONSTRAINT_PINNED, "SQLITE_CONSTRAINT_PINNED"),
-    (
-        ffi::SQLITE_CONSTRAINT_DATATYPE,
-        "SQLITE_CONSTRAINT_DATATYPE",
-    ),
+    (ffi::SQLITE_CONSTRAINT_DATATYPE, "SQLITE_CONSTRAINT_DATATYPE"),
     (ffi::SQLITE_NOTICE_RECOVER_WAL, "SQLITE_NOTICE_RECOVER_WAL"),
-    (
-        ffi::SQLITE_NOTICE_RECOVER_ROLLBACK,
-        "SQLITE_NOTICE_RECOVER_ROLLBACK",
-    ),
+    (ffi::SQLITE_NOTICE_RECOVER_ROLLBACK, "SQLITE_NOTICE_RECOVER_ROLLBACK"),
     (ffi::SQLITE_NOTICE_RBU, "SQLITE_NOTICE_RBU"),
     (ffi::SQLITE_WARNING_AUTOINDEX, "SQLITE_WARNING_AUTOINDEX"),
     (ffi::SQLITE_AUTH_USER, "SQLITE_AUTH_USER"),
@@ -231,10 +194,7 @@ mod tests {
 
     #[test]
     fn names_extended_then_primary_then_number() {
-        assert_eq!(
-            code_name(ffi::SQLITE_CONSTRAINT_UNIQUE),
-            "SQLITE_CONSTRAINT_UNIQUE"
-        );
+        assert_eq!(code_name(ffi::SQLITE_CONSTRAINT_UNIQUE), "SQLITE_CONSTRAINT_UNIQUE");
         assert_eq!(code_name(ffi::SQLITE_BUSY), "SQLITE_BUSY");
         // An extended code this table does not know falls back to its primary.
         assert_eq!(code_name((99 << 8) | ffi::SQLITE_IOERR), "SQLITE_IOERR");

@@ -11,19 +11,12 @@ use crate::sql;
 
 /// Deletes every valid handle's row; returns how many landed. One handle
 /// outside a caller transaction is a single autocommit DELETE.
-pub(crate) fn ack(
-    conn: &Connection,
-    scope: Scope,
-    offset: i64,
-    jobs: &[&Claimed],
-) -> Result<usize> {
+pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
     let delete_all = |c: &Connection| -> Result<usize> {
         let mut stmt = c.prepare_cached(sql::ACK).db()?;
         let mut landed = 0;
         for job in jobs {
-            landed += stmt
-                .execute(params![job.id, job.worker_id, job.claim_token, offset])
-                .db()?;
+            landed += stmt.execute(params![job.id, job.worker_id, job.claim_token, offset]).db()?;
         }
         Ok(landed)
     };
@@ -52,47 +45,20 @@ pub(crate) fn retry(
     let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
     let changed = conn
         .prepare_cached(sql::RETRY)
-        .and_then(|mut s| {
-            s.execute(params![
-                job.id,
-                job.worker_id,
-                job.claim_token,
-                offset,
-                delay
-            ])
-        })
+        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay]))
         .db()?;
     Ok(changed == 1)
 }
 
 /// Straight to dead with `error`. False when the handle is not valid.
-pub(crate) fn fail(
-    conn: &Connection,
-    scope: Scope,
-    offset: i64,
-    job: &Claimed,
-    error: &str,
-) -> Result<bool> {
+pub(crate) fn fail(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, error: &str) -> Result<bool> {
     to_dead(conn, scope, offset, job, error)
 }
 
 /// `deadline := now + extend_s` for a valid (unlapsed) handle.
-pub(crate) fn heartbeat(
-    conn: &Connection,
-    offset: i64,
-    job: &Claimed,
-    extend_s: i64,
-) -> Result<Option<i64>> {
+pub(crate) fn heartbeat(conn: &Connection, offset: i64, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
     let mut stmt = conn.prepare_cached(sql::HEARTBEAT).db()?;
-    let mut rows = stmt
-        .query(params![
-            job.id,
-            job.worker_id,
-            job.claim_token,
-            offset,
-            span(extend_s)
-        ])
-        .db()?;
+    let mut rows = stmt.query(params![job.id, job.worker_id, job.claim_token, offset, span(extend_s)]).db()?;
     let mut deadline = None;
     // Step to the end rather than stopping at the row: the autocommit write
     // commits when the statement finishes, and an error there must surface.
@@ -113,20 +79,12 @@ pub(crate) fn release(conn: &Connection, offset: i64, job: &Claimed) -> Result<b
 
 /// Moves a valid handle's row to dead: INSERT … SELECT then DELETE with the
 /// same predicate and the same `now`, atomically.
-fn to_dead(
-    conn: &Connection,
-    scope: Scope,
-    offset: i64,
-    job: &Claimed,
-    error: &str,
-) -> Result<bool> {
+fn to_dead(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, error: &str) -> Result<bool> {
     atomic(conn, scope, |c| {
         let now = now(c, offset)?;
         let moved = c
             .prepare_cached(sql::HANDLE_MOVE)
-            .and_then(|mut s| {
-                s.execute(params![job.id, job.worker_id, job.claim_token, now, error])
-            })
+            .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, now, error]))
             .db()?;
         if moved == 0 {
             return Ok(false);
@@ -138,10 +96,7 @@ fn to_dead(
         if deleted != moved {
             return Err(Error::database(
                 None,
-                format!(
-                    "job {} was copied to dead but not removed from the live table; rolled back",
-                    job.id
-                ),
+                format!("job {} was copied to dead but not removed from the live table; rolled back", job.id),
             ));
         }
         Ok(true)

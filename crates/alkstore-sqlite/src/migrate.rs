@@ -9,21 +9,15 @@ use crate::error::DbResult;
 
 /// The migrations this build knows, in order. Never edit a released one: add
 /// the next number instead.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("migrations/0001_init.sql")),
-    (2, include_str!("migrations/0002_due_index.sql")),
-];
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
 
 /// The schema version this build writes.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 1;
 
-const CREATE_META: &str =
-    "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
-const META_EXISTS: &str =
-    "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
+const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
+const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
 const READ_VERSION: &str = "SELECT value FROM __alkstore_meta WHERE key = 'schema_version'";
-const WRITE_VERSION: &str =
-    "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
+const WRITE_VERSION: &str = "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
      ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
 /// Brings the file to [`SCHEMA_VERSION`], or refuses a newer one.
@@ -47,32 +41,21 @@ pub(crate) fn migrate(conn: &Connection) -> Result<()> {
                 c.execute_batch(sql).db()?;
             }
         }
-        c.execute(WRITE_VERSION, [SCHEMA_VERSION.to_string()])
-            .db()?;
+        c.execute(WRITE_VERSION, [SCHEMA_VERSION.to_string()]).db()?;
         Ok(())
     })
 }
 
 fn read_version(conn: &Connection) -> Result<Option<i64>> {
-    let has_meta = conn
-        .query_row(META_EXISTS, [], |_| Ok(()))
-        .optional()
-        .db()?
-        .is_some();
+    let has_meta = conn.query_row(META_EXISTS, [], |_| Ok(())).optional().db()?.is_some();
     if !has_meta {
         return Ok(None);
     }
-    let text: Option<Option<String>> = conn
-        .query_row(READ_VERSION, [], |r| r.get(0))
-        .optional()
-        .db()?;
+    let text: Option<Option<String>> = conn.query_row(READ_VERSION, [], |r| r.get(0)).optional().db()?;
     match text.flatten() {
         None => Ok(None),
         Some(t) => t.trim().parse::<i64>().map(Some).map_err(|_| {
-            Error::database(
-                None,
-                format!("__alkstore_meta holds a schema_version that is not a number: {t:?}"),
-            )
+            Error::database(None, format!("__alkstore_meta holds a schema_version that is not a number: {t:?}"))
         }),
     }
 }

@@ -45,8 +45,7 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
 
     // busy_timeout: wait this long for another process's write lock before
     // giving up with SQLITE_BUSY (set first: the pragmas below may need a lock).
-    conn.busy_timeout(Duration::from_millis(options.busy_timeout_ms))
-        .db()?;
+    conn.busy_timeout(Duration::from_millis(options.busy_timeout_ms)).db()?;
 
     // SQLite silently falls back to read-only when it cannot open the file for
     // writing; a queue store that cannot write is useless, so say so now
@@ -61,9 +60,7 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // journal_mode=WAL: readers never block the writer and a commit is one
     // append, which is what makes per-op claim + ack fast. It is also the
     // first statement that reads the file, so a non-SQLite file fails here.
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-        .db()?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).db()?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(Error::database(
             None,

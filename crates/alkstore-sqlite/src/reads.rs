@@ -19,17 +19,10 @@ pub(crate) fn get_job(conn: &Connection, queue: &str, id: i64) -> Result<Option<
 }
 
 /// Dead rows of `queue`, newest id first, ids below `before_id` when given.
-pub(crate) fn dead_jobs(
-    conn: &Connection,
-    queue: &str,
-    limit: usize,
-    before_id: Option<i64>,
-) -> Result<Vec<Job>> {
+pub(crate) fn dead_jobs(conn: &Connection, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut stmt = conn.prepare_cached(sql::DEAD_JOBS).db()?;
-    let mut rows = stmt
-        .query(params![queue, before_id.unwrap_or(i64::MAX), limit])
-        .db()?;
+    let mut rows = stmt.query(params![queue, before_id.unwrap_or(i64::MAX), limit]).db()?;
     let mut out = Vec::new();
     while let Some(row) = rows.next().db()? {
         out.push(rows::job(row)?);

@@ -28,9 +28,10 @@ pub const ROLLBACK_TO: &str = "ROLLBACK TO __alkstore_op";
 /// One new job. `?8` offset, `?9` absolute run_at or NULL, `?10` delay,
 /// `?11` expires_s or NULL (NULL + x is NULL: no expiry).
 pub const ENQUEUE: &str = "\
-INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
-VALUES (?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
+VALUES (max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids)) + 1, \
+?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
 coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11)";
 
 /// The columns a move to dead copies; the SELECT side is `live_to_dead!`.
@@ -90,10 +91,11 @@ macro_rules! claim_returning {
 /// best. This path only runs while some lease has lapsed (the fast path
 /// below handles the rest), and its cost grows with the number of lapsed
 /// leases, never with the backlog. `?1` queue, `?2` worker, `?3` now, `?4` n.
-/// `INDEXED BY` pins the ready scan: the due index (0002) also matches
-/// `run_at <= now`, and a planner that picked it would sort every ready row.
+/// `INDEXED BY` pins the ready scan so no statistics can ever turn it into
+/// a scan-and-sort of every ready row.
 /// RETURNING order is unspecified: the caller sorts.
-pub const CLAIM: &str = concat!("\
+pub const CLAIM: &str = concat!(
+    "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
 claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
 WHERE id IN (\
@@ -144,25 +146,13 @@ macro_rules! no_lapsed_lease {
 /// Same rows, same order, same stamps as [`CLAIM`]; a lapsed lease makes
 /// it match nothing and the caller takes the full path. `?1` queue,
 /// `?2` worker, `?3` offset, `?4` n.
-pub const CLAIM_READY: &str = concat!(
-    claim_set_sql_now!(),
-    "id IN (",
-    ready_ids_sql_now!(),
-    ")",
-    no_lapsed_lease!(),
-    claim_returning!()
-);
+pub const CLAIM_READY: &str =
+    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), ")", no_lapsed_lease!(), claim_returning!());
 
 /// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
 /// table an `IN (…)` list needs, which is measurable on the per-op path.
-pub const CLAIM_READY_ONE: &str = concat!(
-    claim_set_sql_now!(),
-    "id = (",
-    ready_ids_sql_now!(),
-    ")",
-    no_lapsed_lease!(),
-    claim_returning!()
-);
+pub const CLAIM_READY_ONE: &str =
+    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), ")", no_lapsed_lease!(), claim_returning!());
 
 /// Whether the queue has a lapsed lease now (`?1` queue, `?2` offset): an
 /// empty fast-path claim takes the full path only then, so an idle poll
@@ -191,10 +181,8 @@ pub const ACK: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_no
 
 /// `retry` under budget: back to pending after `?5` seconds. worker_id,
 /// claimed_at and deadline stay as last-claim history.
-pub const RETRY: &str = concat!(
-    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5 WHERE ",
-    valid_sql_now!()
-);
+pub const RETRY: &str =
+    concat!("UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5 WHERE ", valid_sql_now!());
 
 /// `heartbeat`: an absolute reset, `deadline = now + ?5`; a lapsed lease fails
 /// the predicate, so a late heartbeat never steals the job back.
@@ -271,8 +259,7 @@ pub const SWEEP_MOVE: &str = live_to_dead!("'expired'", "?2", expired!());
 /// Sweep step 2: the same rows leave the live table.
 pub const SWEEP_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", expired!());
 /// Sweep step 3: dead rows of `?1` past their retention at `?2`.
-pub const PURGE: &str =
-    "DELETE FROM __alkstore_dead WHERE queue = ?1 AND purge_at IS NOT NULL AND purge_at <= ?2";
+pub const PURGE: &str = "DELETE FROM __alkstore_dead WHERE queue = ?1 AND purge_at IS NOT NULL AND purge_at <= ?2";
 
 #[cfg(test)]
 mod tests {
@@ -335,26 +322,15 @@ mod tests {
             let conn = populated(analyze)?;
             let lines = plan(&conn, CLAIM)?;
             let text = lines.join("\n");
-            assert!(
-                text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=?)"),
-                "{text}"
-            );
+            assert!(text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
             assert!(
                 text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"),
                 "{text}"
             );
             assert_no_table_scan("claim", &lines);
-            let sorts: Vec<usize> = lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.contains("TEMP B-TREE"))
-                .map(|(i, _)| i)
-                .collect();
-            assert_eq!(
-                sorts,
-                vec![lines.len() - 1],
-                "the only sort must be the final candidate merge:\n{text}"
-            );
+            let sorts: Vec<usize> =
+                lines.iter().enumerate().filter(|(_, l)| l.contains("TEMP B-TREE")).map(|(i, _)| i).collect();
+            assert_eq!(sorts, vec![lines.len() - 1], "the only sort must be the final candidate merge:\n{text}");
         }
         Ok(())
     }
@@ -369,27 +345,16 @@ mod tests {
                 let lines = plan(&conn, sql)?;
                 let text = lines.join("\n");
                 assert!(
-                    text.contains(
-                        "USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"
-                    ),
+                    text.contains("USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"),
                     "{text}"
                 );
-                assert!(
-                    text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"),
-                    "{text}"
-                );
+                assert!(text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
                 assert_no_table_scan("fast claim", &lines);
                 assert!(!text.contains("TEMP B-TREE"), "{text}");
             }
         }
         let lines = plan(&populated(false)?, HAS_LAPSED)?;
-        assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("COVERING INDEX __alkstore_jobs_leased")),
-            "{}",
-            lines.join("\n")
-        );
+        assert!(lines.iter().any(|l| l.contains("COVERING INDEX __alkstore_jobs_leased")), "{}", lines.join("\n"));
         Ok(())
     }
 
@@ -404,41 +369,19 @@ mod tests {
             (SWEEP_DELETE, "__alkstore_jobs_expiring"),
             (PURGE, "__alkstore_dead_purge"),
             (DEAD_JOBS, "__alkstore_dead_queue"),
-            // Ready-row counts seek the run_at-ordered due index (0002).
-            (STATS, "COVERING INDEX __alkstore_jobs_due"),
+            (STATS, "COVERING INDEX __alkstore_jobs_ready"),
             (STATS, "COVERING INDEX __alkstore_jobs_leased"),
             (STATS, "COVERING INDEX __alkstore_dead_queue"),
         ];
         for (sql, index) in cases {
             let lines = plan(&conn, sql)?;
-            assert!(
-                lines.iter().any(|l| l.contains(index)),
-                "{sql}\n{}",
-                lines.join("\n")
-            );
+            assert!(lines.iter().any(|l| l.contains(index)), "{sql}\n{}", lines.join("\n"));
             assert_no_table_scan(sql, &lines);
-            assert!(
-                !lines.iter().any(|l| l.contains("TEMP B-TREE")),
-                "{sql}\n{}",
-                lines.join("\n")
-            );
+            assert!(!lines.iter().any(|l| l.contains("TEMP B-TREE")), "{sql}\n{}", lines.join("\n"));
         }
-        for sql in [
-            ACK,
-            RETRY,
-            HEARTBEAT,
-            RELEASE_JOB,
-            HANDLE_MOVE,
-            HANDLE_DELETE,
-            CANCEL,
-            GET_JOB,
-        ] {
+        for sql in [ACK, RETRY, HEARTBEAT, RELEASE_JOB, HANDLE_MOVE, HANDLE_DELETE, CANCEL, GET_JOB] {
             let lines = plan(&conn, sql)?;
-            assert!(
-                lines.iter().all(|l| !l.starts_with("SCAN")),
-                "{sql}\n{}",
-                lines.join("\n")
-            );
+            assert!(lines.iter().all(|l| !l.starts_with("SCAN")), "{sql}\n{}", lines.join("\n"));
         }
         Ok(())
     }

@@ -14,29 +14,16 @@ use crate::sql;
 pub(crate) fn sweep_expired(conn: &Connection, offset: i64, queue: &str) -> Result<Swept> {
     atomic(conn, Scope::Own, |c| {
         let now = now(c, offset)?;
-        let exec = |sql: &str| {
-            c.prepare_cached(sql)
-                .and_then(|mut s| s.execute(params![queue, now]))
-                .db()
-        };
+        let exec = |sql: &str| c.prepare_cached(sql).and_then(|mut s| s.execute(params![queue, now])).db();
         let moved = exec(sql::SWEEP_MOVE)?;
-        let deleted = if moved > 0 {
-            exec(sql::SWEEP_DELETE)?
-        } else {
-            0
-        };
+        let deleted = if moved > 0 { exec(sql::SWEEP_DELETE)? } else { 0 };
         if deleted != moved {
             return Err(Error::database(
                 None,
-                format!(
-                    "sweep copied {moved} expired rows to dead but removed {deleted}; rolled back"
-                ),
+                format!("sweep copied {moved} expired rows to dead but removed {deleted}; rolled back"),
             ));
         }
         let purged = exec(sql::PURGE)?;
-        Ok(Swept {
-            expired: moved as i64,
-            purged: purged as i64,
-        })
+        Ok(Swept { expired: moved as i64, purged: purged as i64 })
     })
 }

@@ -33,13 +33,8 @@ impl SqliteTx {
         let Some(conn) = guard.as_ref().filter(|_| !closed.load(Ordering::Acquire)) else {
             return Err(Error::StoreClosed);
         };
-        conn.prepare_cached(sql::BEGIN_IMMEDIATE)
-            .and_then(|mut s| s.execute([]))
-            .db()?;
-        Ok(SqliteTx {
-            guard: Some(guard),
-            closed: closed.clone(),
-        })
+        conn.prepare_cached(sql::BEGIN_IMMEDIATE).and_then(|mut s| s.execute([])).db()?;
+        Ok(SqliteTx { guard: Some(guard), closed: closed.clone() })
     }
 
     /// The connection, while the transaction is open and the handle is not closed.
@@ -47,17 +42,12 @@ impl SqliteTx {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::StoreClosed);
         }
-        self.guard
-            .as_ref()
-            .and_then(|g| g.as_ref())
-            .ok_or(Error::TransactionClosed)
+        self.guard.as_ref().and_then(|g| g.as_ref()).ok_or(Error::TransactionClosed)
     }
 
     /// Whether this transaction holds `writer` (i.e. belongs to that engine handle).
     pub(crate) fn holds(&self, writer: &Slot) -> bool {
-        self.guard
-            .as_ref()
-            .is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
+        self.guard.as_ref().is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
     }
 
     /// Ends the transaction with `end` (COMMIT or ROLLBACK) and lets the
@@ -74,9 +64,7 @@ impl SqliteTx {
             // nothing atomic to commit.
             Some(conn) if conn.is_autocommit() => {
                 if end == sql::COMMIT {
-                    Err(Error::Transaction(
-                        "the transaction was already ended by a statement inside it".into(),
-                    ))
+                    Err(Error::Transaction("the transaction was already ended by a statement inside it".into()))
                 } else {
                     Ok(())
                 }
@@ -115,19 +103,13 @@ impl Tx for SqliteTx {
         let mut stmt = conn.prepare(sql).db()?;
         let before = conn.total_changes();
         // Run to the end, draining any rows (`INSERT … RETURNING`, a SELECT).
-        let mut rows = stmt
-            .query(params_from_iter(params.iter().map(Param)))
-            .db()?;
+        let mut rows = stmt.query(params_from_iter(params.iter().map(Param))).db()?;
         while rows.next().db()?.is_some() {}
         drop(rows);
         drop(stmt);
         // sqlite3_changes() keeps the count of the last INSERT/UPDATE/DELETE,
         // so a SELECT or DDL would report a stale number: they changed no row.
-        let changed = if conn.total_changes() == before {
-            0
-        } else {
-            conn.changes()
-        };
+        let changed = if conn.total_changes() == before { 0 } else { conn.changes() };
         still_open(conn)?;
         Ok(changed)
     }
@@ -136,9 +118,7 @@ impl Tx for SqliteTx {
         let conn = self.conn()?;
         let mut stmt = conn.prepare(sql).db()?;
         let names: Vec<String> = stmt.column_names().map(str::to_owned).collect();
-        let mut rows = stmt
-            .query(params_from_iter(params.iter().map(Param)))
-            .db()?;
+        let mut rows = stmt.query(params_from_iter(params.iter().map(Param))).db()?;
         let mut out = Vec::new();
         while let Some(row) = rows.next().db()? {
             let mut cells = Vec::with_capacity(names.len());

@@ -15,14 +15,8 @@ const PER_THREAD: usize = 500;
 #[test]
 fn four_handles_claim_each_job_exactly_once() -> Result<()> {
     let f = Fixture::new()?;
-    let jobs: Vec<NewJob> = (0..THREADS * PER_THREAD)
-        .map(|i| job(&i.to_string()))
-        .collect();
-    let ids: HashSet<i64> = f
-        .engine
-        .enqueue(None, "q", &opts(), &jobs)?
-        .into_iter()
-        .collect();
+    let jobs: Vec<NewJob> = (0..THREADS * PER_THREAD).map(|i| job(&i.to_string())).collect();
+    let ids: HashSet<i64> = f.engine.enqueue(None, "q", &opts(), &jobs)?.into_iter().collect();
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -52,9 +46,7 @@ fn four_handles_claim_each_job_exactly_once() -> Result<()> {
     let mut seen = HashSet::new();
     let mut per_thread = Vec::new();
     for h in handles {
-        let mine = h
-            .join()
-            .map_err(|_| Error::database(None, "worker thread panicked"))??;
+        let mine = h.join().map_err(|_| Error::database(None, "worker thread panicked"))??;
         per_thread.push(mine.len());
         for id in mine {
             assert!(seen.insert(id), "job {id} claimed twice");
@@ -84,10 +76,7 @@ fn concurrent_opens_of_a_fresh_file_all_succeed() -> Result<()> {
         .collect();
     let mut ids = HashSet::new();
     for h in handles {
-        ids.insert(
-            h.join()
-                .map_err(|_| Error::database(None, "thread panicked"))??,
-        );
+        ids.insert(h.join().map_err(|_| Error::database(None, "thread panicked"))??);
     }
     assert_eq!(ids.len(), THREADS);
     Ok(())
@@ -113,10 +102,7 @@ fn threads_sharing_one_handle_claim_each_job_once() -> Result<()> {
         .collect();
     let mut seen = HashSet::new();
     for h in handles {
-        for id in h
-            .join()
-            .map_err(|_| Error::database(None, "thread panicked"))??
-        {
+        for id in h.join().map_err(|_| Error::database(None, "thread panicked"))?? {
             assert!(seen.insert(id));
         }
     }
@@ -127,12 +113,7 @@ fn threads_sharing_one_handle_claim_each_job_once() -> Result<()> {
 #[test]
 fn concurrent_sweeps_never_double_move() -> Result<()> {
     let f = Fixture::new()?;
-    let jobs: Vec<NewJob> = (0..300)
-        .map(|i| NewJob {
-            expires_s: Some(5),
-            ..job(&i.to_string())
-        })
-        .collect();
+    let jobs: Vec<NewJob> = (0..300).map(|i| NewJob { expires_s: Some(5), ..job(&i.to_string()) }).collect();
     f.engine.enqueue(None, "q", &opts(), &jobs)?;
     let barrier = Arc::new(Barrier::new(THREADS));
     let handles: Vec<_> = (0..THREADS)
@@ -149,9 +130,7 @@ fn concurrent_sweeps_never_double_move() -> Result<()> {
         .collect();
     let mut total = 0;
     for h in handles {
-        total += h
-            .join()
-            .map_err(|_| Error::database(None, "thread panicked"))??;
+        total += h.join().map_err(|_| Error::database(None, "thread panicked"))??;
     }
     assert_eq!(total, 300);
     assert_eq!(f.engine.stats("q")?.dead, 300);

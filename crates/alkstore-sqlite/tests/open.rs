@@ -18,22 +18,12 @@ fn temp_path(name: &str) -> Result<(tempfile::TempDir, String)> {
 }
 
 /// Expects `Error::Database` whose message names the file and contains `needle`.
-fn expect_db_error(
-    r: Result<std::sync::Arc<dyn Engine>>,
-    path: &str,
-    needle: &str,
-) -> Option<String> {
+fn expect_db_error(r: Result<std::sync::Arc<dyn Engine>>, path: &str, needle: &str) -> Option<String> {
     match r {
         Err(Error::Database { code, message }) => {
             eprintln!("{code:?}: {message}");
-            assert!(
-                message.contains(path),
-                "message should name the file: {message}"
-            );
-            assert!(
-                message.to_lowercase().contains(needle),
-                "expected {needle:?} in: {message}"
-            );
+            assert!(message.contains(path), "message should name the file: {message}");
+            assert!(message.to_lowercase().contains(needle), "expected {needle:?} in: {message}");
             code
         }
         Err(other) => panic!("expected a Database error, got {other:?}"),
@@ -55,18 +45,12 @@ fn creates_then_reopens_idempotently() -> Result<()> {
 #[test]
 fn sets_the_pragmas() -> Result<()> {
     let f = Fixture::new()?;
-    let conn =
-        rusqlite::Connection::open(&f.path).map_err(|e| Error::database(None, e.to_string()))?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .map_err(|e| Error::database(None, e.to_string()))?;
+    let conn = rusqlite::Connection::open(&f.path).map_err(|e| Error::database(None, e.to_string()))?;
+    let mode: String =
+        conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).map_err(|e| Error::database(None, e.to_string()))?;
     assert_eq!(mode, "wal", "WAL is persistent in the file");
     let version: String = conn
-        .query_row(
-            "SELECT value FROM __alkstore_meta WHERE key = 'schema_version'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT value FROM __alkstore_meta WHERE key = 'schema_version'", [], |r| r.get(0))
         .map_err(|e| Error::database(None, e.to_string()))?;
     assert_eq!(version, alkstore_sqlite::SCHEMA_VERSION.to_string());
     Ok(())
@@ -75,15 +59,9 @@ fn sets_the_pragmas() -> Result<()> {
 #[test]
 fn garbage_file_is_a_clear_database_error() -> Result<()> {
     let (_dir, path) = temp_path("garbage.db")?;
-    let bytes: Vec<u8> = (0..8192u32)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect();
+    let bytes: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(&path, bytes).map_err(io)?;
-    let code = expect_db_error(
-        alkstore_sqlite::open(&path, &OpenOptions::default()),
-        &path,
-        "not a",
-    );
+    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "not a");
     assert_eq!(code.as_deref(), Some("SQLITE_NOTADB"));
     Ok(())
 }
@@ -92,11 +70,7 @@ fn garbage_file_is_a_clear_database_error() -> Result<()> {
 fn text_file_is_a_clear_database_error() -> Result<()> {
     let (_dir, path) = temp_path("notes.txt")?;
     std::fs::write(&path, "hello, this is not a database\n".repeat(200)).map_err(io)?;
-    expect_db_error(
-        alkstore_sqlite::open(&path, &OpenOptions::default()),
-        &path,
-        "not a",
-    );
+    expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "not a");
     Ok(())
 }
 
@@ -115,11 +89,7 @@ fn corrupt_file_is_a_clear_database_error() -> Result<()> {
         *b = 0xA5;
     }
     std::fs::write(&path, bytes).map_err(io)?;
-    let code = expect_db_error(
-        alkstore_sqlite::open(&path, &OpenOptions::default()),
-        &path,
-        "malformed",
-    );
+    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "malformed");
     assert_eq!(code.as_deref(), Some("SQLITE_CORRUPT"));
     Ok(())
 }
@@ -128,11 +98,7 @@ fn corrupt_file_is_a_clear_database_error() -> Result<()> {
 fn missing_directory_is_a_clear_database_error() -> Result<()> {
     let (_dir, base) = temp_path("nope")?;
     let path = format!("{base}/deeper/store.db");
-    let code = expect_db_error(
-        alkstore_sqlite::open(&path, &OpenOptions::default()),
-        &path,
-        "unable to open",
-    );
+    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "unable to open");
     assert_eq!(code.as_deref(), Some("SQLITE_CANTOPEN"));
     Ok(())
 }
@@ -143,11 +109,7 @@ struct Immutable(String);
 
 impl Immutable {
     fn set(path: &str) -> Option<Self> {
-        let ok = Command::new("chattr")
-            .args(["+i", path])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
+        let ok = Command::new("chattr").args(["+i", path]).status().map(|s| s.success()).unwrap_or(false);
         ok.then(|| Immutable(path.to_owned()))
     }
 }
@@ -167,11 +129,7 @@ fn read_only_file_is_a_clear_database_error() -> Result<()> {
         eprintln!("skipped: chattr +i is not available here");
         return Ok(());
     };
-    let code = expect_db_error(
-        alkstore_sqlite::open(&f.path, &OpenOptions::default()),
-        &f.path,
-        "read-only",
-    );
+    let code = expect_db_error(alkstore_sqlite::open(&f.path, &OpenOptions::default()), &f.path, "read-only");
     assert_eq!(code.as_deref(), Some("SQLITE_READONLY"));
     Ok(())
 }
@@ -218,13 +176,9 @@ fn read_only_directory_is_a_clear_database_error() -> Result<()> {
 fn newer_schema_version_is_refused() -> Result<()> {
     let f = Fixture::new()?;
     f.engine.close();
-    let conn =
-        rusqlite::Connection::open(&f.path).map_err(|e| Error::database(None, e.to_string()))?;
-    conn.execute(
-        "UPDATE __alkstore_meta SET value = '999' WHERE key = 'schema_version'",
-        [],
-    )
-    .map_err(|e| Error::database(None, e.to_string()))?;
+    let conn = rusqlite::Connection::open(&f.path).map_err(|e| Error::database(None, e.to_string()))?;
+    conn.execute("UPDATE __alkstore_meta SET value = '999' WHERE key = 'schema_version'", [])
+        .map_err(|e| Error::database(None, e.to_string()))?;
     drop(conn);
     expect_db_error(f.reopen(), &f.path, "newer alkstore");
     Ok(())
@@ -252,8 +206,7 @@ fn close_is_idempotent_and_refuses_later_calls() -> Result<()> {
 fn close_while_a_transaction_is_open_does_not_hang() -> Result<()> {
     let f = Fixture::new()?;
     let mut tx = f.engine.begin()?;
-    f.engine
-        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+    f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
     f.engine.close();
     // The transaction still ends cleanly; its end drops the writer.
     tx.rollback()?;
@@ -265,13 +218,7 @@ fn close_while_a_transaction_is_open_does_not_hang() -> Result<()> {
 #[test]
 fn busy_writer_times_out_with_a_busy_database_error() -> Result<()> {
     let f = Fixture::new()?;
-    let other = alkstore_sqlite::open(
-        &f.path,
-        &OpenOptions {
-            busy_timeout_ms: 50,
-            ..OpenOptions::default()
-        },
-    )?;
+    let other = alkstore_sqlite::open(&f.path, &OpenOptions { busy_timeout_ms: 50, ..OpenOptions::default() })?;
     // A caller transaction on one handle holds the file's write lock.
     let tx = f.engine.begin()?;
     match other.enqueue(None, "q", &opts(), &[job("1")]) {

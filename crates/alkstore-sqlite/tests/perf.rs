@@ -62,30 +62,11 @@ fn fill(path: &str, backlog: usize) -> Result<()> {
     Ok(())
 }
 
-type RawRow = (
-    i64,
-    String,
-    String,
-    i64,
-    i64,
-    i32,
-    String,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    Option<i64>,
-    i64,
-    f64,
-);
+type RawRow = (i64, String, String, i64, i64, i32, String, i64, i64, i64, i64, i64, Option<i64>, i64, f64);
 
 fn raw(path: &str, ops: usize) -> Result<(f64, f64)> {
     let conn = Connection::open(path).map_err(db)?;
-    conn.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000",
-    )
-    .map_err(db)?;
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=5000").map_err(db)?;
     timed(ops, || {
         let r: RawRow = conn
             .prepare_cached(RAW_CLAIM)
@@ -111,9 +92,7 @@ fn raw(path: &str, ops: usize) -> Result<(f64, f64)> {
                 })
             })
             .map_err(db)?;
-        conn.prepare_cached(RAW_ACK)
-            .and_then(|mut s| s.execute(params![r.0, r.7]))
-            .map_err(db)?;
+        conn.prepare_cached(RAW_ACK).and_then(|mut s| s.execute(params![r.0, r.7])).map_err(db)?;
         Ok(())
     })
 }
@@ -141,23 +120,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 fn claim_ack_rate_vs_raw_floor() -> Result<()> {
     const OPS: usize = 4000;
     const ROUNDS: usize = 5;
-    let base = std::env::var("PERF_DIR")
-        .unwrap_or_else(|_| std::env::temp_dir().to_string_lossy().into_owned());
+    let base = std::env::var("PERF_DIR").unwrap_or_else(|_| std::env::temp_dir().to_string_lossy().into_owned());
     let dir = tempfile::tempdir_in(base).map_err(|e| Error::database(None, e.to_string()))?;
     for backlog in [1_000, 100_000] {
-        let (mut ratios, mut raw_rates, mut eng_rates, mut wall_ratios) =
-            (vec![], vec![], vec![], vec![]);
+        let (mut ratios, mut raw_rates, mut eng_rates, mut wall_ratios) = (vec![], vec![], vec![], vec![]);
         for round in 0..ROUNDS {
-            let a = dir
-                .path()
-                .join(format!("raw-{backlog}-{round}.db"))
-                .to_string_lossy()
-                .into_owned();
-            let b = dir
-                .path()
-                .join(format!("eng-{backlog}-{round}.db"))
-                .to_string_lossy()
-                .into_owned();
+            let a = dir.path().join(format!("raw-{backlog}-{round}.db")).to_string_lossy().into_owned();
+            let b = dir.path().join(format!("eng-{backlog}-{round}.db")).to_string_lossy().into_owned();
             fill(&a, backlog + OPS)?;
             fill(&b, backlog + OPS)?;
             // Alternate who goes first so neither side always gets the warmer machine.

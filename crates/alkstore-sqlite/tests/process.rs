@@ -19,13 +19,7 @@ fn io(e: std::io::Error) -> Error {
 /// Starts this binary as a child running `role` against `path`.
 fn spawn(role: &str, path: &str) -> Result<std::process::Child> {
     Command::new(std::env::current_exe().map_err(io)?)
-        .args([
-            "child_role",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(["child_role", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(ROLE, role)
         .env(PATH, path)
         .stdout(Stdio::piped())
@@ -46,10 +40,7 @@ fn child_role() -> Result<()> {
     let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
     match role.as_str() {
         "drain" => {
-            while let Some(j) = engine
-                .claim("q", &format!("pid{}", std::process::id()), 1)?
-                .pop()
-            {
+            while let Some(j) = engine.claim("q", &format!("pid{}", std::process::id()), 1)?.pop() {
                 if engine.ack(None, &[&j])? == 1 {
                     println!("ACKED {}", j.id);
                 }
@@ -76,14 +67,8 @@ fn child_role() -> Result<()> {
 fn separate_processes_ack_each_job_exactly_once() -> Result<()> {
     let f = Fixture::new()?;
     let jobs: Vec<NewJob> = (0..2000).map(|i| job(&i.to_string())).collect();
-    let ids: HashSet<i64> = f
-        .engine
-        .enqueue(None, "q", &opts(), &jobs)?
-        .into_iter()
-        .collect();
-    let children = (0..3)
-        .map(|_| spawn("drain", &f.path))
-        .collect::<Result<Vec<_>>>()?;
+    let ids: HashSet<i64> = f.engine.enqueue(None, "q", &opts(), &jobs)?.into_iter().collect();
+    let children = (0..3).map(|_| spawn("drain", &f.path)).collect::<Result<Vec<_>>>()?;
     let mut acked = HashSet::new();
     let mut per_child = Vec::new();
     for child in children {
@@ -93,10 +78,7 @@ fn separate_processes_ack_each_job_exactly_once() -> Result<()> {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             // The harness may print "test child_role ... " on the same line.
             if let Some(id) = line.split("ACKED ").nth(1) {
-                let id: i64 = id
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::database(None, "bad child output"))?;
+                let id: i64 = id.trim().parse().map_err(|_| Error::database(None, "bad child output"))?;
                 assert!(acked.insert(id), "job {id} acked by two processes");
             }
         }
@@ -116,10 +98,7 @@ fn a_process_killed_mid_transaction_leaves_nothing() -> Result<()> {
     let fresh = f.reopen()?;
     assert_eq!(fresh.stats("q")?, Default::default());
     let mut tx = fresh.begin()?;
-    assert!(
-        tx.query("SELECT * FROM side_effect", &[]).is_err(),
-        "no partial DDL either"
-    );
+    assert!(tx.query("SELECT * FROM side_effect", &[]).is_err(), "no partial DDL either");
     tx.rollback()?;
     // And the writer lock died with the process.
     fresh.enqueue(None, "q", &opts(), &[job("after")])?;
@@ -130,9 +109,7 @@ fn a_process_killed_mid_transaction_leaves_nothing() -> Result<()> {
 fn a_job_of_a_killed_worker_is_reclaimed_with_the_attempt_counted() -> Result<()> {
     let f = Fixture::new()?;
     let id = f.put("q", "x")?;
-    let out = spawn("die-mid-job", &f.path)?
-        .wait_with_output()
-        .map_err(io)?;
+    let out = spawn("die-mid-job", &f.path)?.wait_with_output().map_err(io)?;
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("CLAIMED {id}")));
     assert!(f.one("q", "w")?.is_none(), "the lease is still running");

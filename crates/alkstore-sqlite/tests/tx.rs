@@ -17,28 +17,12 @@ fn commit_lands_business_write_and_job_together() -> Result<()> {
     let f = Fixture::new()?;
     let mut tx = f.engine.begin()?;
     create_orders(tx.as_mut())?;
-    assert_eq!(
-        tx.execute(
-            "INSERT INTO orders (user_id) VALUES (?)",
-            &[SqlValue::Int(42)]
-        )?,
-        1
-    );
-    let rows = tx.query(
-        "SELECT id FROM orders WHERE user_id = ?",
-        &[SqlValue::Int(42)],
-    )?;
+    assert_eq!(tx.execute("INSERT INTO orders (user_id) VALUES (?)", &[SqlValue::Int(42)])?, 1);
+    let rows = tx.query("SELECT id FROM orders WHERE user_id = ?", &[SqlValue::Int(42)])?;
     assert_eq!(rows, vec![vec![("id".to_owned(), SqlValue::Int(1))]]);
-    let ids = f
-        .engine
-        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1"), job("2")])?;
+    let ids = f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1"), job("2")])?;
     // A tx-side read sees the tx's own writes; the reader does not yet.
-    assert_eq!(
-        f.engine
-            .get_job(Some(tx.as_mut()), "q", ids[0])?
-            .map(|j| j.state),
-        Some(JobState::Pending)
-    );
+    assert_eq!(f.engine.get_job(Some(tx.as_mut()), "q", ids[0])?.map(|j| j.state), Some(JobState::Pending));
     assert!(f.engine.get_job(None, "q", ids[0])?.is_none());
     tx.commit()?;
     assert_eq!(f.engine.stats("q")?.pending, 2);
@@ -51,18 +35,13 @@ fn rollback_leaves_nothing() -> Result<()> {
     let mut tx = f.engine.begin()?;
     create_orders(tx.as_mut())?;
     tx.execute("INSERT INTO orders (user_id) VALUES (1)", &[])?;
-    let ids = f
-        .engine
-        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+    let ids = f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
     tx.rollback()?;
     assert!(f.engine.get_job(None, "q", ids[0])?.is_none());
     assert_eq!(f.engine.stats("q")?.pending, 0);
     let mut tx = f.engine.begin()?;
     let err = tx.query("SELECT * FROM orders", &[]).unwrap_err();
-    assert!(
-        matches!(err, Error::Database { .. }),
-        "the table was rolled back too: {err:?}"
-    );
+    assert!(matches!(err, Error::Database { .. }), "the table was rolled back too: {err:?}");
     tx.rollback()?;
     Ok(())
 }
@@ -72,8 +51,7 @@ fn dropping_an_open_transaction_rolls_back() -> Result<()> {
     let f = Fixture::new()?;
     {
         let mut tx = f.engine.begin()?;
-        f.engine
-            .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+        f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
     }
     assert_eq!(f.engine.stats("q")?.pending, 0);
     // And the writer is free again.
@@ -95,10 +73,7 @@ fn handle_ops_in_a_transaction_land_only_on_commit() -> Result<()> {
     assert!(f.engine.retry(Some(tx.as_mut()), jc, "later", Some(0))?);
     tx.rollback()?;
     for id in [a, b, c] {
-        assert_eq!(
-            f.engine.get_job(None, "q", id)?.map(|j| j.state),
-            Some(JobState::Processing)
-        );
+        assert_eq!(f.engine.get_job(None, "q", id)?.map(|j| j.state), Some(JobState::Processing));
     }
     let mut tx = f.engine.begin()?;
     assert_eq!(f.engine.ack(Some(tx.as_mut()), &[ja])?, 1);
@@ -107,10 +82,7 @@ fn handle_ops_in_a_transaction_land_only_on_commit() -> Result<()> {
     assert!(f.engine.cancel(Some(tx.as_mut()), "q", c)?);
     tx.commit()?;
     assert!(f.engine.get_job(None, "q", a)?.is_none());
-    assert_eq!(
-        f.engine.get_job(None, "q", b)?.map(|j| j.state),
-        Some(JobState::Dead)
-    );
+    assert_eq!(f.engine.get_job(None, "q", b)?.map(|j| j.state), Some(JobState::Dead));
     assert!(f.engine.get_job(None, "q", c)?.is_none());
     Ok(())
 }
@@ -131,10 +103,7 @@ fn user_sql_errors_carry_the_sqlite_code() -> Result<()> {
         Err(Error::Database { code, .. }) => assert_eq!(code.as_deref(), Some("SQLITE_ERROR")),
         r => panic!("expected a syntax error, got {r:?}"),
     }
-    assert!(
-        matches!(tx.execute("SELECT ?", &[]), Err(Error::Database { .. })),
-        "wrong parameter count"
-    );
+    assert!(matches!(tx.execute("SELECT ?", &[]), Err(Error::Database { .. })), "wrong parameter count");
     tx.rollback()?;
     Ok(())
 }
@@ -166,11 +135,7 @@ fn values_map_by_storage_class_and_bools_bind_as_integers() -> Result<()> {
     ];
     assert_eq!(rows, vec![expected]);
     tx.execute("CREATE TABLE t (x)", &[])?;
-    assert_eq!(
-        tx.execute("INSERT INTO t VALUES (1), (2) RETURNING x", &[])?,
-        2,
-        "RETURNING rows are drained"
-    );
+    assert_eq!(tx.execute("INSERT INTO t VALUES (1), (2) RETURNING x", &[])?, 2, "RETURNING rows are drained");
     tx.rollback()?;
     Ok(())
 }
@@ -179,10 +144,7 @@ fn values_map_by_storage_class_and_bools_bind_as_integers() -> Result<()> {
 fn a_statement_that_ends_the_transaction_is_refused() -> Result<()> {
     let f = Fixture::new()?;
     let mut tx = f.engine.begin()?;
-    assert!(matches!(
-        tx.execute("COMMIT", &[]),
-        Err(Error::Transaction(_))
-    ));
+    assert!(matches!(tx.execute("COMMIT", &[]), Err(Error::Transaction(_))));
     tx.rollback()?;
     f.put("q", "writer still usable")?;
     Ok(())
@@ -212,18 +174,10 @@ impl Tx for Foreign {
 fn a_foreign_or_other_store_transaction_is_refused() -> Result<()> {
     let f = Fixture::new()?;
     let mut foreign = Foreign;
-    assert!(matches!(
-        f.engine
-            .enqueue(Some(&mut foreign), "q", &opts(), &[job("1")]),
-        Err(Error::Transaction(_))
-    ));
+    assert!(matches!(f.engine.enqueue(Some(&mut foreign), "q", &opts(), &[job("1")]), Err(Error::Transaction(_))));
     let g = Fixture::new()?;
     let mut tx = g.engine.begin()?;
-    assert!(matches!(
-        f.engine
-            .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")]),
-        Err(Error::Transaction(_))
-    ));
+    assert!(matches!(f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")]), Err(Error::Transaction(_))));
     tx.rollback()?;
     Ok(())
 }
@@ -232,8 +186,7 @@ fn a_foreign_or_other_store_transaction_is_refused() -> Result<()> {
 fn a_transaction_can_move_between_threads() -> Result<()> {
     let f = Fixture::new()?;
     let mut tx = f.engine.begin()?;
-    f.engine
-        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+    f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
     let tx = std::thread::spawn(move || -> Result<Box<dyn Tx>> {
         let mut tx = tx;
         tx.execute("SELECT 1", &[])?;
@@ -252,16 +205,8 @@ fn execute_counts_only_rows_it_changed() -> Result<()> {
     let mut tx = f.engine.begin()?;
     tx.execute("CREATE TABLE t (x)", &[])?;
     assert_eq!(tx.execute("INSERT INTO t VALUES (1), (2), (3)", &[])?, 3);
-    assert_eq!(
-        tx.execute("CREATE INDEX t_x ON t (x)", &[])?,
-        0,
-        "DDL changes no row"
-    );
-    assert_eq!(
-        tx.execute("SELECT * FROM t", &[])?,
-        0,
-        "a SELECT changes no row"
-    );
+    assert_eq!(tx.execute("CREATE INDEX t_x ON t (x)", &[])?, 0, "DDL changes no row");
+    assert_eq!(tx.execute("SELECT * FROM t", &[])?, 0, "a SELECT changes no row");
     assert_eq!(tx.execute("UPDATE t SET x = x + 1 WHERE x > 1", &[])?, 2);
     assert_eq!(tx.execute("DELETE FROM t WHERE x > 100", &[])?, 0);
     tx.rollback()?;
@@ -272,8 +217,7 @@ fn execute_counts_only_rows_it_changed() -> Result<()> {
 fn commit_after_close_lands_nothing() -> Result<()> {
     let f = Fixture::new()?;
     let mut tx = f.engine.begin()?;
-    f.engine
-        .enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
+    f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
     f.engine.close();
     assert_eq!(tx.execute("SELECT 1", &[]), Err(Error::StoreClosed));
     assert_eq!(tx.commit(), Err(Error::StoreClosed));

@@ -9,13 +9,7 @@ use std::time::{Duration, Instant};
 use alkstore_core::{NewJob, OpenOptions, QueueOpts, ReadyAt, Result, WakeHub};
 
 fn job(ready: ReadyAt) -> NewJob {
-    NewJob {
-        payload: "{}".into(),
-        ready,
-        priority: 0,
-        max_attempts: None,
-        expires_s: None,
-    }
+    NewJob { payload: "{}".into(), ready, priority: 0, max_attempts: None, expires_s: None }
 }
 
 #[test]
@@ -29,10 +23,7 @@ fn commit_from_another_handle_bumps_the_hub() -> Result<()> {
     waiter.start_wakes(hub.clone())?;
     let seen = hub.generation();
     writer.enqueue(None, "q", &QueueOpts::default(), &[job(ReadyAt::Now)])?;
-    assert!(
-        hub.wait(seen, Instant::now() + Duration::from_secs(2)),
-        "no wake within 2 s of a commit"
-    );
+    assert!(hub.wait(seen, Instant::now() + Duration::from_secs(2)), "no wake within 2 s of a commit");
     waiter.close();
     Ok(())
 }
@@ -44,19 +35,11 @@ fn next_wake_is_the_earliest_deadline() -> Result<()> {
     let e = alkstore_sqlite::open(path.to_str().expect("utf-8 path"), &OpenOptions::default())?;
     assert_eq!(e.next_wake("q")?, None);
     let now = e.now()?;
-    e.enqueue(
-        None,
-        "q",
-        &QueueOpts::default(),
-        &[job(ReadyAt::Delay(50)), job(ReadyAt::Delay(20))],
-    )?;
+    e.enqueue(None, "q", &QueueOpts::default(), &[job(ReadyAt::Delay(50)), job(ReadyAt::Delay(20))])?;
     assert_eq!(e.next_wake("q")?, Some(now + 20));
     assert_eq!(e.next_wake("other")?, None);
     // A lease that lapses sooner than any delayed job wins.
-    let opts = QueueOpts {
-        visibility_timeout_s: 5,
-        ..QueueOpts::default()
-    };
+    let opts = QueueOpts { visibility_timeout_s: 5, ..QueueOpts::default() };
     e.enqueue(None, "q", &opts, &[job(ReadyAt::Now)])?;
     let c = e.claim("q", "w", 1)?;
     assert_eq!(e.next_wake("q")?, Some(c[0].deadline));

@@ -15,8 +15,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Result<Self> {
-        let dir =
-            tempfile::tempdir().map_err(|e| alkstore_core::Error::database(None, e.to_string()))?;
+        let dir = tempfile::tempdir().map_err(|e| alkstore_core::Error::database(None, e.to_string()))?;
         let path = dir.path().join("store.db").to_string_lossy().into_owned();
         let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
         Ok(Fixture { dir, path, engine })
@@ -44,21 +43,10 @@ impl Fixture {
 
 /// Queue options with a short lease and no backoff, handy for tests.
 pub fn opts() -> QueueOpts {
-    QueueOpts {
-        visibility_timeout_s: 30,
-        max_attempts: 3,
-        backoff_base_s: 0.0,
-        dead_letter_retention_s: None,
-    }
+    QueueOpts { visibility_timeout_s: 30, max_attempts: 3, backoff_base_s: 0.0, dead_letter_retention_s: None }
 }
 
 /// A ready-now job with priority 0.
 pub fn job(payload: &str) -> NewJob {
-    NewJob {
-        payload: payload.to_owned(),
-        ready: ReadyAt::Now,
-        priority: 0,
-        max_attempts: None,
-        expires_s: None,
-    }
+    NewJob { payload: payload.to_owned(), ready: ReadyAt::Now, priority: 0, max_attempts: None, expires_s: None }
 }
