@@ -27,8 +27,11 @@ use crate::sql;
 /// Claims up to `n` (>= 1) jobs of `queue` for `worker`, best first.
 pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
     let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
-    let fast = if n == 1 { sql::CLAIM_READY_ONE } else { sql::CLAIM_READY };
-    let mut claimed = run(conn, fast, params![queue, worker, offset, limit], n)?;
+    let mut claimed = if n == 1 {
+        run(conn, sql::CLAIM_READY_ONE, params![queue, worker, offset], n)?
+    } else {
+        run(conn, sql::CLAIM_READY, params![queue, worker, offset, limit], n)?
+    };
     if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
         claimed = atomic(conn, Scope::Own, |c| {
             let now = now(c, offset)?;

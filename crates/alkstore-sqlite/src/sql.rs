@@ -124,11 +124,17 @@ macro_rules! claim_set_sql_now {
 }
 
 /// The ready-row candidate scan of [`CLAIM`], `now` computed in-statement.
+/// `CAST(?1 AS TEXT)`: with an ORDER BY, SQLite's planner reads the value
+/// bound to a bare `queue = ?1` and expires the statement whenever it is
+/// rebound, so every claim was parsed again; the cast seeks the same index
+/// without that (`hot_statements_are_never_reprepared`). [`CLAIM`] keeps the
+/// bare parameter: it runs only while a lease has lapsed, and there the
+/// re-plan lets ANALYZE statistics never mislead it.
 macro_rules! ready_ids_sql_now {
     () => {
         "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-         WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
-         ORDER BY priority DESC, run_at, id LIMIT ?4"
+         WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+         ORDER BY priority DESC, run_at, id LIMIT "
     };
 }
 
@@ -147,12 +153,15 @@ macro_rules! no_lapsed_lease {
 /// it match nothing and the caller takes the full path. `?1` queue,
 /// `?2` worker, `?3` offset, `?4` n.
 pub const CLAIM_READY: &str =
-    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), ")", no_lapsed_lease!(), claim_returning!());
+    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), "?4)", no_lapsed_lease!(), claim_returning!());
 
 /// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
-/// table an `IN (…)` list needs, which is measurable on the per-op path.
+/// table an `IN (…)` list needs, and the literal `LIMIT 1` keeps the
+/// statement compiled: SQLite's planner reads a bound LIMIT, so rebinding it
+/// expires the statement and every call would be parsed again (measured:
+/// about a third of the per-op claim). It takes no `?4`.
 pub const CLAIM_READY_ONE: &str =
-    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), ")", no_lapsed_lease!(), claim_returning!());
+    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), "1)", no_lapsed_lease!(), claim_returning!());
 
 /// Whether the queue has a lapsed lease now (`?1` queue, `?2` offset): an
 /// empty fast-path claim takes the full path only then, so an idle poll
@@ -382,6 +391,26 @@ mod tests {
         for sql in [ACK, RETRY, HEARTBEAT, RELEASE_JOB, HANDLE_MOVE, HANDLE_DELETE, CANCEL, GET_JOB] {
             let lines = plan(&conn, sql)?;
             assert!(lines.iter().all(|l| !l.starts_with("SCAN")), "{sql}\n{}", lines.join("\n"));
+        }
+        Ok(())
+    }
+
+    /// The per-op hot statements stay compiled across calls with new
+    /// bindings: a bound value the planner reads (a LIMIT, say) would expire
+    /// the statement and make SQLite parse it again on every call.
+    #[test]
+    fn hot_statements_are_never_reprepared() -> Result<()> {
+        use rusqlite::StatementStatus;
+        let conn = populated(false)?;
+        for round in 0..3_i64 {
+            let mut claim = conn.prepare_cached(CLAIM_READY_ONE).db()?;
+            let mut rows = claim.query(params![format!("q{round}"), format!("w{round}"), round]).db()?;
+            while rows.next().db()?.is_some() {}
+            drop(rows);
+            assert_eq!(claim.get_status(StatementStatus::RePrepare), 0, "claim re-prepared");
+            let mut ack = conn.prepare_cached(ACK).db()?;
+            ack.execute(params![round, "w", round, round]).db()?;
+            assert_eq!(ack.get_status(StatementStatus::RePrepare), 0, "ack re-prepared");
         }
         Ok(())
     }
