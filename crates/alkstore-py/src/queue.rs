@@ -246,14 +246,12 @@ impl Queue {
         jobs: &Bound<'_, PyAny>,
         tx: Option<&Bound<'_, Transaction>>,
     ) -> PyResult<usize> {
-        let mut claimed = Vec::new();
+        let mut handles = Vec::new();
         for j in jobs.try_iter()? {
-            let j = j?;
-            let h = j.cast::<JobHandle>()?;
-            claimed.push(h.get().claimed().clone());
+            handles.push(j?.cast_into::<JobHandle>()?);
         }
         // Handles of another queue cannot be valid for this one: they do not land.
-        let refs: Vec<&Claimed> = claimed.iter().filter(|c| c.queue == self.name).collect();
+        let refs: Vec<&Claimed> = handles.iter().map(|h| h.get().claimed()).filter(|c| c.queue == self.name).collect();
         run(py, &self.store, tx, |t| self.store.ack(t, &refs))
     }
 

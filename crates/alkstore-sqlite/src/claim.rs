@@ -30,7 +30,7 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
     let mut claimed = if n == 1 {
         run(conn, sql::CLAIM_READY_ONE, params![queue, worker, offset], n)?
     } else {
-        run(conn, sql::CLAIM_READY, params![queue, worker, offset, limit], n)?
+        run(conn, &sql::claim_ready_n(n), params![queue, worker, offset], n)?
     };
     if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
         claimed = atomic(conn, Scope::Own, |c| {

@@ -151,9 +151,17 @@ macro_rules! no_lapsed_lease {
 /// candidate scan of [`CLAIM`] is empty, so the claim *is* the ready scan.
 /// Same rows, same order, same stamps as [`CLAIM`]; a lapsed lease makes
 /// it match nothing and the caller takes the full path. `?1` queue,
-/// `?2` worker, `?3` offset, `?4` n.
+/// `?2` worker, `?3` offset, `?4` n (run through [`claim_ready_n`]).
 pub const CLAIM_READY: &str =
     concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), "?4)", no_lapsed_lease!(), claim_returning!());
+
+/// [`CLAIM_READY`] with the batch size written into the text instead of
+/// bound: a bound LIMIT is read by the planner, so rebinding it expires the
+/// statement and re-parses it on every call. One cached statement per batch
+/// size in use (callers use one or two).
+pub fn claim_ready_n(n: usize) -> String {
+    CLAIM_READY.replacen("?4", &n.to_string(), 1)
+}
 
 /// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
 /// table an `IN (…)` list needs, and the literal `LIMIT 1` keeps the
@@ -350,7 +358,7 @@ mod tests {
     fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
         for analyze in [false, true] {
             let conn = populated(analyze)?;
-            for sql in [CLAIM_READY, CLAIM_READY_ONE] {
+            for sql in [CLAIM_READY, CLAIM_READY_ONE, &claim_ready_n(128)] {
                 let lines = plan(&conn, sql)?;
                 let text = lines.join("\n");
                 assert!(
@@ -408,6 +416,13 @@ mod tests {
             while rows.next().db()?.is_some() {}
             drop(rows);
             assert_eq!(claim.get_status(StatementStatus::RePrepare), 0, "claim re-prepared");
+            drop(claim);
+            let batch_sql = claim_ready_n(128);
+            let mut batch = conn.prepare_cached(&batch_sql).db()?;
+            let mut rows = batch.query(params![format!("q{round}"), format!("w{round}"), round]).db()?;
+            while rows.next().db()?.is_some() {}
+            drop(rows);
+            assert_eq!(batch.get_status(StatementStatus::RePrepare), 0, "batch claim re-prepared");
             let mut ack = conn.prepare_cached(ACK).db()?;
             ack.execute(params![round, "w", round, round]).db()?;
             assert_eq!(ack.get_status(StatementStatus::RePrepare), 0, "ack re-prepared");
