@@ -1,0 +1,16 @@
+//! `sweep_expired` (SPEC §4.4): expired rows to dead, retention purge.
+//!
+//! One statement, so it is atomic without a transaction of its own; the
+//! rows to move are locked `FOR UPDATE SKIP LOCKED`, so two sweeps running
+//! at once split the rows between them and never move one twice.
+
+use alkstore_core::{Result, Swept};
+
+use crate::ctx::Ctx;
+use crate::rows::col;
+
+/// Sweeps `queue`.
+pub async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
+    let row = cx.query_one(&cx.sql.sweep, &[&cx.offset, &queue]).await?;
+    Ok(Swept { expired: col(&row, 0)?, purged: col(&row, 1)? })
+}
