@@ -49,8 +49,7 @@ pub async fn kill(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
 
 /// `deadline := now + extend_s`; the new deadline, or None when refused.
 pub async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-    let rows =
-        cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend_s]).await?;
+    let rows = cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend_s]).await?;
     rows.first().map(|r| col(r, 0)).transpose()
 }
 

@@ -25,6 +25,8 @@ mod rows;
 mod runtime;
 mod sql;
 mod sweep;
+#[cfg(test)]
+mod testing;
 mod tx;
 
 use std::sync::Arc;

@@ -42,24 +42,23 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
         tx.batch_execute(&format!("CREATE SCHEMA {quoted}")).await.map_err(pg)?;
     }
     let meta = format!("{quoted}.meta");
-    let has_meta: bool =
-        tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let has_meta: bool = tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
     if !has_meta {
         tx.batch_execute(&format!("CREATE TABLE {meta} (key text PRIMARY KEY, value text NOT NULL)"))
             .await
             .map_err(pg)?;
     }
 
-    let row = tx
-        .query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[])
-        .await
-        .map_err(pg)?;
+    let row = tx.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
     let current = match row {
         None => 0,
         Some(r) => {
             let text: String = r.get(0);
             text.parse::<i64>().map_err(|_| {
-                Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
+                Error::database(
+                    None,
+                    format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"),
+                )
             })?
         }
     };

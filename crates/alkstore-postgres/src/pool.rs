@@ -47,8 +47,7 @@ fn source_text(e: &tokio_postgres::Error) -> String {
 
 /// A pool of at most `size` connections for `config`.
 pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
-    let manager =
-        Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
     Pool::builder(manager)
         .max_size(size)
         // Timeouts (connect, wait) need a runtime handle; ours is tokio.

@@ -9,7 +9,8 @@
 //! a clock.
 
 /// The database clock in whole Unix seconds plus the offset parameter `$1`.
-const NOW: &str = "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t)";
+const NOW: &str =
+    "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t)";
 
 /// Columns a dead row copies from the live row, in table order.
 const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_attempts, claim_token, \

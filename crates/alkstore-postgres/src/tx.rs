@@ -132,9 +132,7 @@ impl Tx for PgTx {
     fn commit(mut self: Box<Self>) -> Result<()> {
         if self.failed {
             self.finish("ROLLBACK")?;
-            return Err(Error::Transaction(
-                "the transaction was rolled back: a statement inside it failed".into(),
-            ));
+            return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
         }
         self.finish("COMMIT")
     }

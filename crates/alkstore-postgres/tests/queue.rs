@@ -76,7 +76,7 @@ fn reclaim_after_lapse_eats_an_attempt() -> TestResult {
     assert_eq!((second.id, second.attempts, second.claim_token), (id, 2, 2));
     // A lapsed processing row keeps its run_at.
     assert_eq!(second.run_at, first.run_at);
-    assert!(!db.engine.heartbeat(&first, 30)?.is_some(), "the old holder is fenced off");
+    assert!(db.engine.heartbeat(&first, 30)?.is_none(), "the old holder is fenced off");
     assert_eq!(db.engine.ack(None, &[&first])?, 0);
     assert_eq!(db.engine.ack(None, &[&second])?, 1);
     Ok(())
@@ -371,8 +371,9 @@ fn ids_are_never_reused() -> TestResult {
 #[test]
 fn enqueue_many_returns_ids_in_input_order() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
-    let jobs: Vec<NewJob> =
-        (0..50).map(|i| NewJob { priority: i % 3, max_attempts: Some(1 + i64::from(i)), ..job(&format!("[{i}]")) }).collect();
+    let jobs: Vec<NewJob> = (0..50)
+        .map(|i| NewJob { priority: i % 3, max_attempts: Some(1 + i64::from(i)), ..job(&format!("[{i}]")) })
+        .collect();
     let ids = db.engine.enqueue(None, "q", &opts(30, 3), &jobs)?;
     assert_eq!(ids.len(), 50);
     for (i, id) in ids.iter().enumerate() {

@@ -1,0 +1,67 @@
+//! Unit-test fixture: a fresh schema on the test server, migrated, dropped
+//! at the end. (Integration tests have their own in `tests/common`.)
+
+use alkstore_core::OpenOptions;
+use rand::Rng;
+use tokio_postgres::{Client, NoTls};
+
+use crate::engine::PgEngine;
+use crate::runtime;
+
+pub type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// An engine on a fresh schema plus a raw client for inspection.
+pub struct Fixture {
+    pub engine: PgEngine,
+    pub schema: String,
+    pub client: Client,
+}
+
+impl Fixture {
+    /// None when no server answers and `ALKSTORE_REQUIRE_POSTGRES` is not 1.
+    pub fn new() -> std::result::Result<Option<Self>, Box<dyn std::error::Error>> {
+        let url = std::env::var("ALKSTORE_TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+        let (client, conn) = match runtime::block_on(tokio_postgres::connect(&url, NoTls))? {
+            Ok(c) => c,
+            Err(e) if std::env::var("ALKSTORE_REQUIRE_POSTGRES").as_deref() != Ok("1") => {
+                eprintln!("skipped: no Postgres at ALKSTORE_TEST_DATABASE_URL ({e})");
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        runtime::runtime()?.spawn(async move {
+            let _ = conn.await;
+        });
+        let schema = format!("alk_u_{:016x}", rand::thread_rng().gen::<u64>());
+        let options = OpenOptions { schema: schema.clone(), pool_size: 2, ..OpenOptions::default() };
+        let engine = PgEngine::open(&url, &options)?;
+        Ok(Some(Fixture { engine, schema, client }))
+    }
+
+    /// Runs simple SQL on the raw client.
+    pub fn batch(&self, sql: &str) -> TestResult {
+        runtime::block_on(self.client.batch_execute(sql))??;
+        Ok(())
+    }
+
+    /// The text of every row `sql` returns, first column.
+    pub fn lines(&self, sql: &str) -> std::result::Result<Vec<String>, Box<dyn std::error::Error>> {
+        let rows = runtime::block_on(self.client.simple_query(sql))??;
+        Ok(rows
+            .iter()
+            .filter_map(|m| match m {
+                tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        use alkstore_core::Engine;
+        self.engine.close();
+        let _ = self.batch(&format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.schema));
+    }
+}
