@@ -76,6 +76,16 @@ pub trait Engine: Send + Sync {
     /// Expired rows to dead, retention purge of dead rows; atomic per queue.
     fn sweep_expired(&self, queue: &str) -> Result<Swept>;
 
+    /// Starts feeding `hub` with a bump after every commit that may concern a
+    /// waiter (SQLite: a `data_version` watcher thread; pg: LISTEN), until
+    /// `close`. Called once by [`crate::store::Store::new`].
+    fn start_wakes(&self, hub: std::sync::Arc<crate::wake::WakeHub>) -> Result<()>;
+
+    /// The earliest instant after `now` at which `queue` gains claimable work
+    /// without a commit: the earliest future `run_at` of a pending row or the
+    /// earliest deadline of a processing row. `None` when there is neither.
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
+
     /// Shifts this handle's clock (tests only).
     fn advance_clock(&self, seconds: i64);
 

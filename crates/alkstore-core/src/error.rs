@@ -43,6 +43,9 @@ pub enum Error {
         /// The driver's message (never contains a password).
         message: String,
     },
+    /// A blocking wait was abandoned because the binding saw a signal
+    /// (Ctrl-C); the binding raises the signal's own exception instead.
+    Interrupted,
     /// The connection to the server was lost mid-call.
     ConnectionLost {
         /// What happened.
@@ -72,6 +75,7 @@ impl fmt::Display for Error {
             Error::LeadershipLost => f.write_str("scheduler leadership lease was lost"),
             Error::LockHeld { name } => write!(f, "lock {name:?} is held by another owner"),
             Error::StoreClosed => f.write_str("the store is closed"),
+            Error::Interrupted => f.write_str("interrupted"),
             Error::TransactionClosed => f.write_str("the transaction has already ended"),
             Error::Database { code: Some(c), message } => write!(f, "{message} (code {c})"),
             Error::Database { code: None, message } => f.write_str(message),

@@ -5,7 +5,7 @@
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 
 use crate::engine::{Engine, Tx};
@@ -15,6 +15,8 @@ use crate::names::validate_name;
 use crate::sql::{SqlRow, SqlValue};
 use crate::target::OpenOptions;
 use crate::txguard::TxThreads;
+use crate::waiting::WaitSpec;
+use crate::wake::WakeHub;
 
 /// The most jobs one `claim_batch` may take, and the most `dead_jobs` rows.
 pub const MAX_BATCH: usize = 1000;
@@ -25,6 +27,8 @@ pub struct Store {
     options: OpenOptions,
     threads: Arc<TxThreads>,
     closed: AtomicBool,
+    /// Started on the first wait, so stores that never wait run no watcher.
+    hub: OnceLock<Arc<WakeHub>>,
 }
 
 /// A caller transaction plus the seam's bookkeeping: a failed statement dooms
@@ -39,7 +43,7 @@ pub struct TxSession {
 impl Store {
     /// Wraps an opened engine.
     pub fn new(engine: Arc<dyn Engine>, options: OpenOptions) -> Self {
-        Store { engine, options, threads: Arc::default(), closed: AtomicBool::new(false) }
+        Store { engine, options, threads: Arc::default(), closed: AtomicBool::new(false), hub: OnceLock::new() }
     }
 
     /// The engine's name.
@@ -61,7 +65,25 @@ impl Store {
     pub fn close(&self) {
         if !self.closed.swap(true, Ordering::SeqCst) {
             self.engine.close();
+            if let Some(hub) = self.hub.get() {
+                // Waiters see `closed` on their next look and raise StoreClosed.
+                hub.bump();
+            }
         }
+    }
+
+    /// The store's wake hub, starting the engine's feed on first use.
+    pub fn wakes(&self) -> Result<Arc<WakeHub>> {
+        self.open_check()?;
+        if let Some(hub) = self.hub.get() {
+            return Ok(hub.clone());
+        }
+        let hub = Arc::new(WakeHub::new());
+        if self.hub.set(hub.clone()).is_ok() {
+            self.engine.start_wakes(hub.clone())?;
+            return Ok(hub);
+        }
+        Ok(self.hub.get().expect("set by the racing thread").clone())
     }
 
     /// Whether `close` was called.
@@ -154,6 +176,24 @@ impl Store {
         }
         self.enter(None)?;
         self.engine.claim(queue, worker_id, n)
+    }
+
+    /// `claim` / `claim_batch` with a timeout: waits for commits and
+    /// deadlines (SPEC §5). Empty when the timeout passes or `stop` is set.
+    pub fn claim_wait(&self, queue: &str, worker_id: &str, n: usize, spec: &WaitSpec<'_>) -> Result<Vec<Claimed>> {
+        if spec.timeout == Some(std::time::Duration::ZERO) {
+            return self.claim(queue, worker_id, n);
+        }
+        validate_name("worker", worker_id)?;
+        if n == 0 || n > MAX_BATCH {
+            return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
+        }
+        self.enter(None)?;
+        let got = self.wait_for(Some(queue), spec, || {
+            let c = self.engine.claim(queue, worker_id, n)?;
+            Ok((!c.is_empty()).then_some(c))
+        })?;
+        Ok(got.unwrap_or_default())
     }
 
     /// `job.ack` / `q.ack_batch`.

@@ -1,1 +1,49 @@
-//! The alkstore Python binding (being written).
+//! The alkstore Python binding, module `alkstore._core`.
+//!
+//! Thin by design: it converts Python values to the core's types and back,
+//! releases the GIL around every call that can wait, and maps errors. No
+//! queue logic lives here — that is the engines' (and `alkstore-core`'s) job.
+
+mod convert;
+mod errors;
+mod handle;
+mod iter;
+mod json;
+mod queue;
+mod stop;
+mod store;
+mod tx;
+mod views;
+mod wait;
+
+use pyo3::prelude::*;
+
+/// The inclusive range of retry delays for attempt `attempt` with base `base_s`.
+#[pyfunction]
+fn backoff_range(attempt: i64, base_s: f64) -> PyResult<(i64, i64)> {
+    if attempt < 1 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("attempt must be >= 1, got {attempt}")));
+    }
+    if !base_s.is_finite() || base_s < 0.0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "base_s must be a finite number >= 0, got {base_s}"
+        )));
+    }
+    Ok(alkstore_core::backoff_range(attempt, base_s))
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(store::open, m)?)?;
+    m.add_function(wrap_pyfunction!(backoff_range, m)?)?;
+    m.add_class::<store::Store>()?;
+    m.add_class::<queue::Queue>()?;
+    m.add_class::<handle::JobHandle>()?;
+    m.add_class::<views::Job>()?;
+    m.add_class::<views::QueueStats>()?;
+    m.add_class::<views::Swept>()?;
+    m.add_class::<tx::Transaction>()?;
+    m.add_class::<stop::StopToken>()?;
+    m.add_class::<iter::JobIterator>()?;
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! Waiting for work (SPEC §5): the one loop every blocking consumer uses.
+//!
+//! Engine-independent: engines only feed the store's [`WakeHub`] and answer
+//! [`Engine::next_wake`]. The loop re-reads after every wake, sleeps until the
+//! earliest of a wake, the next known deadline, the safety-net poll, the
+//! caller's timeout or stop — in slices of at most [`SLICE`] so the binding
+//! can let Ctrl-C through.
+//!
+//! [`Engine::next_wake`]: crate::Engine::next_wake
+
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, Result};
+use crate::stop::StopToken;
+use crate::store::Store;
+
+/// The longest the loop sleeps before checking for signals and stop.
+pub const SLICE: Duration = Duration::from_millis(100);
+
+/// How the caller wants to wait.
+pub struct WaitSpec<'a> {
+    /// `Some(d)`: give up after `d` (zero: one look, no wait). `None`: forever.
+    pub timeout: Option<Duration>,
+    /// Each ends the wait (with an empty result) when set: the caller's
+    /// `stop`, and for asyncio callers a per-call cancel token.
+    pub stops: &'a [&'a StopToken],
+    /// Called about every [`SLICE`]; returns true to abandon the wait
+    /// (the binding uses it for Ctrl-C). The loop then returns `Interrupted`.
+    pub interrupted: &'a (dyn Fn() -> bool + Sync),
+}
+
+impl WaitSpec<'_> {
+    /// Whether any stop token is set.
+    pub fn stopped(&self) -> bool {
+        self.stops.iter().any(|s| s.stopped())
+    }
+}
+
+impl Store {
+    /// Runs `attempt` until it yields something, waiting for commits between
+    /// tries. `queue` names the queue whose deadlines bound the sleep (None: only
+    /// commits and the safety-net poll wake it).
+    pub fn wait_for<T>(
+        &self,
+        queue: Option<&str>,
+        spec: &WaitSpec<'_>,
+        mut attempt: impl FnMut() -> Result<Option<T>>,
+    ) -> Result<Option<T>> {
+        let hub = self.wakes()?;
+        let start = Instant::now();
+        let give_up = spec.timeout.map(|t| start + t);
+        let poll = Duration::from_secs_f64(self.options().poll_interval_s);
+        loop {
+            if self.is_closed() {
+                return Err(Error::StoreClosed);
+            }
+            // Subscribe before the read: a commit after this moves the generation.
+            let seen = hub.generation();
+            if let Some(found) = attempt()? {
+                return Ok(Some(found));
+            }
+            let now = Instant::now();
+            if give_up.is_some_and(|g| now >= g) || spec.stopped() {
+                return Ok(None);
+            }
+            let mut until = now + poll;
+            if let Some(g) = give_up {
+                until = until.min(g);
+            }
+            if let Some(q) = queue {
+                if let Some(at) = self.engine().next_wake(q)? {
+                    until = until.min(now + until_db_second(at, self.engine().now()?));
+                }
+            }
+            // Sleep in slices until something changes or `until` passes.
+            loop {
+                let slice_end = until.min(Instant::now() + SLICE);
+                if hub.wait(seen, slice_end) || Instant::now() >= until {
+                    break;
+                }
+                if self.is_closed() {
+                    return Err(Error::StoreClosed);
+                }
+                if spec.stopped() {
+                    return Ok(None);
+                }
+                if (spec.interrupted)() {
+                    return Err(Error::Interrupted);
+                }
+            }
+            if (spec.interrupted)() {
+                return Err(Error::Interrupted);
+            }
+        }
+    }
+}
+
+/// How long until the database clock reaches second `at`, given it reads
+/// `now` (whole seconds, so the current second may be nearly over). Within the
+/// last second we re-check every 50 ms instead of guessing its phase.
+fn until_db_second(at: i64, now: i64) -> Duration {
+    let whole = at - now - 1;
+    if whole <= 0 {
+        Duration::from_millis(50)
+    } else {
+        Duration::from_secs(whole as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadline_rounding() {
+        assert_eq!(until_db_second(10, 10), Duration::from_millis(50));
+        assert_eq!(until_db_second(11, 10), Duration::from_millis(50));
+        assert_eq!(until_db_second(13, 10), Duration::from_secs(2));
+    }
+}

@@ -1,0 +1,166 @@
+//! `JobHandle`: what a claim returns; every op is fenced by the claim token.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use alkstore_core::{Claimed, Store as CoreStore};
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+
+use crate::convert::{opt_duration, to_datetime, to_opt_datetime};
+use crate::errors::IntoPyResult;
+use crate::json;
+use crate::tx::{run, Transaction};
+
+/// A claimed job. `ack`/`retry`/`fail`/`heartbeat`/`release` return False
+/// (changing nothing) once the lease lapsed or another party took the row.
+#[pyclass(name = "JobHandle", module = "alkstore", frozen)]
+pub struct JobHandle {
+    store: Arc<CoreStore>,
+    claimed: Claimed,
+    /// Moves with successful heartbeats.
+    deadline: AtomicI64,
+    payload: OnceLock<Py<PyAny>>,
+}
+
+impl JobHandle {
+    pub(crate) fn new(store: Arc<CoreStore>, claimed: Claimed) -> Self {
+        let deadline = AtomicI64::new(claimed.deadline);
+        JobHandle { store, claimed, deadline, payload: OnceLock::new() }
+    }
+
+    pub(crate) fn claimed(&self) -> &Claimed {
+        &self.claimed
+    }
+}
+
+#[pymethods]
+impl JobHandle {
+    #[getter]
+    fn id(&self) -> i64 {
+        self.claimed.id
+    }
+    #[getter]
+    fn queue(&self) -> &str {
+        &self.claimed.queue
+    }
+    /// The payload, decoded once.
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(p) = self.payload.get() {
+            return Ok(p.clone_ref(py));
+        }
+        let decoded = json::decode(py, &self.claimed.payload)?;
+        Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
+    }
+    #[getter]
+    fn attempts(&self) -> i64 {
+        self.claimed.attempts
+    }
+    #[getter]
+    fn max_attempts(&self) -> i64 {
+        self.claimed.max_attempts
+    }
+    #[getter]
+    fn priority(&self) -> i32 {
+        self.claimed.priority
+    }
+    #[getter]
+    fn worker_id(&self) -> &str {
+        &self.claimed.worker_id
+    }
+    #[getter]
+    fn enqueued_at(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.claimed.enqueued_at)
+    }
+    #[getter]
+    fn run_at(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.claimed.run_at)
+    }
+    #[getter]
+    fn claimed_at(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.claimed.claimed_at)
+    }
+    #[getter]
+    fn deadline(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.deadline.load(Ordering::Relaxed))
+    }
+    #[getter]
+    fn expires_at(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        to_opt_datetime(py, self.claimed.expires_at)
+    }
+
+    /// Done: deletes the row. False when the handle is no longer valid.
+    #[pyo3(signature = (tx=None))]
+    fn ack(&self, py: Python<'_>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+        let n = run(py, &self.store, tx, |t| self.store.ack(t, &[&self.claimed]))?;
+        Ok(n == 1)
+    }
+
+    /// Back to pending after `delay` (None: the retry curve), or dead at budget.
+    #[pyo3(signature = (error="", delay=None, tx=None))]
+    fn retry(
+        &self,
+        py: Python<'_>,
+        error: &str,
+        delay: Option<&Bound<'_, PyAny>>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<bool> {
+        let d = opt_duration(delay, "delay")?;
+        run(py, &self.store, tx, |t| self.store.retry(t, &self.claimed, error, d))
+    }
+
+    /// Straight to dead with `error`.
+    #[pyo3(signature = (error="", tx=None))]
+    fn fail(&self, py: Python<'_>, error: &str, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+        run(py, &self.store, tx, |t| self.store.fail(t, &self.claimed, error))
+    }
+
+    /// Resets the lease to `now + extend` (default: the stamped visibility timeout).
+    #[pyo3(signature = (extend=None))]
+    fn heartbeat(&self, py: Python<'_>, extend: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
+        let e = opt_duration(extend, "extend")?;
+        let r = py.detach(|| self.store.heartbeat(&self.claimed, e)).py()?;
+        if let Some(d) = r {
+            self.deadline.store(d, Ordering::Relaxed);
+        }
+        Ok(r.is_some())
+    }
+
+    /// Back to pending now with the attempt refunded (for shutdown).
+    fn release(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.store.release(&self.claimed)).py()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Acks on a clean exit; retries with `repr(exc)` when the block raised.
+    #[pyo3(signature = (exc_type, exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyType>>,
+        exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        match (exc_type, exc) {
+            (Some(_), Some(e)) if !e.is_none() => {
+                let msg = e.repr()?.to_string();
+                self.retry(py, &msg, None, None)?;
+            }
+            _ => {
+                self.ack(py, None)?;
+            }
+        }
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<alkstore.JobHandle id={} queue={:?} attempts={}>",
+            self.claimed.id, self.claimed.queue, self.claimed.attempts
+        )
+    }
+}

@@ -1,0 +1,123 @@
+//! Payload conversion (docs/adr/0003-json-payloads.md).
+//!
+//! Encoding walks the Python object in Rust and writes JSON text with the
+//! exact semantics the contract promises — `json.loads(json.dumps(p))` — plus
+//! the stricter rules: dict keys must be `str` (TypeError), NaN/Infinity are
+//! refused (ValueError). Decoding calls CPython's own `json.loads`, the exact
+//! inverse of what we write, implemented in C.
+
+use std::fmt::Write;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+/// Deeper than this is refused: it is almost surely a cycle.
+const MAX_DEPTH: usize = 500;
+
+static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Encodes `obj` as JSON text.
+pub fn encode(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    let mut out = String::with_capacity(64);
+    write_value(obj, &mut out, 0)?;
+    Ok(out)
+}
+
+/// Decodes JSON text written by [`encode`].
+pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
+    let loads = LOADS.get_or_try_init(py, || py.import("json")?.getattr("loads").map(Bound::unbind))?;
+    Ok(loads.bind(py).call1((text,))?.unbind())
+}
+
+fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<()> {
+    if depth > MAX_DEPTH {
+        return Err(PyValueError::new_err("payload nests deeper than 500 levels (or contains a cycle)"));
+    }
+    if obj.is_none() {
+        out.push_str("null");
+    } else if let Ok(s) = obj.cast::<PyString>() {
+        write_str(s, out)?;
+    } else if let Ok(b) = obj.cast::<PyBool>() {
+        out.push_str(if b.is_true() { "true" } else { "false" });
+    } else if obj.is_instance_of::<PyInt>() {
+        match obj.extract::<i64>() {
+            Ok(i) => {
+                let _ = write!(out, "{i}");
+            }
+            // Beyond 64 bits: int's own decimal form keeps it exact, as json.dumps does.
+            Err(_) => out.push_str(&obj.py().get_type::<PyInt>().call_method1("__repr__", (obj,))?.extract::<String>()?),
+        }
+    } else if let Ok(f) = obj.cast::<PyFloat>() {
+        let v = f.value();
+        if !v.is_finite() {
+            return Err(PyValueError::new_err(format!(
+                "payload contains {v}: NaN and Infinity are not valid JSON"
+            )));
+        }
+        // Shortest round-trip form; always has '.' or 'e', so it decodes as a float.
+        out.push_str(ryu::Buffer::new().format_finite(v));
+    } else if let Ok(d) = obj.cast::<PyDict>() {
+        out.push('{');
+        for (i, (k, v)) in d.iter().enumerate() {
+            let Ok(key) = k.cast::<PyString>() else {
+                return Err(PyTypeError::new_err(format!(
+                    "payload dict keys must be str, got a key of type {}",
+                    k.get_type().name()?
+                )));
+            };
+            if i > 0 {
+                out.push(',');
+            }
+            write_str(key, out)?;
+            out.push(':');
+            write_value(&v, out, depth + 1)?;
+        }
+        out.push('}');
+    } else if let Ok(l) = obj.cast::<PyList>() {
+        write_seq(l.iter(), out, depth)?;
+    } else if let Ok(t) = obj.cast::<PyTuple>() {
+        write_seq(t.iter(), out, depth)?;
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "payload is not JSON-serialisable: object of type {} (use dict, list, str, int, float, bool or None)",
+            obj.get_type().name()?
+        )));
+    }
+    Ok(())
+}
+
+fn write_seq<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, out: &mut String, depth: usize) -> PyResult<()> {
+    out.push('[');
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_value(&item, out, depth + 1)?;
+    }
+    out.push(']');
+    Ok(())
+}
+
+fn write_str(s: &Bound<'_, PyString>, out: &mut String) -> PyResult<()> {
+    let text = s
+        .to_str()
+        .map_err(|_| PyValueError::new_err("payload contains a str that is not valid Unicode (a lone surrogate)"))?;
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    Ok(())
+}

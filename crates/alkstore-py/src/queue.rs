@@ -1,0 +1,307 @@
+//! The `Queue` class: a name plus the options stamped on what it enqueues.
+
+use std::sync::Arc;
+
+use std::time::Duration;
+
+use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::convert::{instant, integer, opt_duration};
+use crate::errors::IntoPyResult;
+use crate::handle::JobHandle;
+use crate::iter::JobIterator;
+use crate::stop::StopToken;
+use crate::wait::{self, blocking};
+use crate::json;
+use crate::tx::{run, Transaction};
+use crate::views::{Job, QueueStats, Swept};
+
+/// A queue handle (`store.queue(name, ...)`); a name, not a created object.
+#[pyclass(name = "Queue", module = "alkstore", frozen)]
+pub struct Queue {
+    store: Arc<CoreStore>,
+    name: String,
+    opts: QueueOpts,
+}
+
+/// The per-job options shared by `enqueue` and `enqueue_many`.
+struct JobOpts {
+    ready: ReadyAt,
+    priority: i32,
+    max_attempts: Option<i64>,
+    expires_s: Option<i64>,
+}
+
+impl JobOpts {
+    fn parse(
+        delay: Option<&Bound<'_, PyAny>>,
+        run_at: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let delay = opt_duration(delay, "delay")?;
+        let at = match run_at {
+            Some(r) if !r.is_none() => Some(instant(r, "run_at")?),
+            _ => None,
+        };
+        // SPEC §4.1: when both are given, delay wins.
+        let ready = match (delay, at) {
+            (Some(d), _) => ReadyAt::Delay(d),
+            (None, Some(t)) => ReadyAt::At(t),
+            (None, None) => ReadyAt::Now,
+        };
+        let priority = match priority {
+            Some(p) if !p.is_none() => {
+                let p = integer(p, "priority")?;
+                i32::try_from(p).map_err(|_| {
+                    PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}"))
+                })?
+            }
+            _ => 0,
+        };
+        let max_attempts = match max_attempts {
+            Some(m) if !m.is_none() => Some(integer(m, "max_attempts")?),
+            _ => None,
+        };
+        Ok(JobOpts { ready, priority, max_attempts, expires_s: opt_duration(expires, "expires")? })
+    }
+
+    fn job(&self, payload: String) -> NewJob {
+        NewJob {
+            payload,
+            ready: self.ready,
+            priority: self.priority,
+            max_attempts: self.max_attempts,
+            expires_s: self.expires_s,
+        }
+    }
+}
+
+/// `timeout=` of a claim: the default (and 0) never waits.
+fn claim_timeout(t: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    match t {
+        None => Ok(Some(Duration::ZERO)),
+        Some(t) => wait::timeout(Some(t)),
+    }
+}
+
+impl Queue {
+    fn claim_n(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<Duration>,
+        stop: Option<&Bound<'_, StopToken>>,
+        cancel: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Vec<JobHandle>> {
+        if !(1..=1000).contains(&n) {
+            return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
+        }
+        let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
+        let claimed = blocking(py, timeout, &stops, |spec| {
+            self.store.claim_wait(&self.name, worker_id, n as usize, spec)
+        })?;
+        Ok(self.handles(claimed))
+    }
+
+    fn bridge(
+        slf: &Bound<'_, Self>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        single: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
+        let step = slf.getattr("_claim_blocking")?;
+        let t = timeout.map_or_else(|| 0i64.into_pyobject(py).map(|v| v.into_any()), |t| Ok(t.clone()))?;
+        Ok(run.call1((step, worker_id, n, t, single))?.unbind())
+    }
+
+    pub(crate) fn new(store: Arc<CoreStore>, name: String, opts: QueueOpts) -> Self {
+        Queue { store, name, opts }
+    }
+
+    fn handles(&self, claimed: Vec<Claimed>) -> Vec<JobHandle> {
+        claimed.into_iter().map(|c| JobHandle::new(self.store.clone(), c)).collect()
+    }
+}
+
+#[pymethods]
+impl Queue {
+    /// The queue name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Adds one job; returns its id.
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        delay: Option<&Bound<'_, PyAny>>,
+        run_at: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
+        let jobs = [o.job(json::encode(payload)?)];
+        let ids = run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))?;
+        Ok(ids[0])
+    }
+
+    /// Adds many jobs in one transaction, validating every payload first.
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn enqueue_many(
+        &self,
+        py: Python<'_>,
+        payloads: &Bound<'_, PyAny>,
+        delay: Option<&Bound<'_, PyAny>>,
+        run_at: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<Vec<i64>> {
+        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
+        let mut jobs = Vec::new();
+        for p in payloads.try_iter()? {
+            jobs.push(o.job(json::encode(&p?)?));
+        }
+        run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))
+    }
+
+    /// Claims one job: `timeout=0` looks once, seconds wait up to that long
+    /// (woken by commits), None waits until a job arrives, `stop` or close.
+    #[pyo3(signature = (worker_id, *, timeout=None, stop=None))]
+    fn claim(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        timeout: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Option<JobHandle>> {
+        let t = claim_timeout(timeout)?;
+        Ok(self.claim_n(py, worker_id, 1, t, stop, None)?.pop())
+    }
+
+    /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
+    #[pyo3(signature = (worker_id, n, *, timeout=None, stop=None))]
+    fn claim_batch(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        stop: Option<&Bound<'_, StopToken>>,
+    ) -> PyResult<Vec<JobHandle>> {
+        let t = claim_timeout(timeout)?;
+        self.claim_n(py, worker_id, n, t, stop, None)
+    }
+
+    /// The asyncio twin of `claim`.
+    #[pyo3(signature = (worker_id, *, timeout=None))]
+    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        Self::bridge(slf, worker_id, 1, timeout, true)
+    }
+
+    /// The asyncio twin of `claim_batch`.
+    #[pyo3(signature = (worker_id, n, *, timeout=None))]
+    fn aclaim_batch(
+        slf: &Bound<'_, Self>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        Self::bridge(slf, worker_id, n, timeout, false)
+    }
+
+    /// One blocking claim for the asyncio bridge (`cancel` is set when the task is cancelled).
+    fn _claim_blocking(
+        &self,
+        py: Python<'_>,
+        worker_id: &str,
+        n: i64,
+        timeout: Option<&Bound<'_, PyAny>>,
+        single: bool,
+        cancel: &Bound<'_, StopToken>,
+    ) -> PyResult<Py<PyAny>> {
+        let t = claim_timeout(timeout)?;
+        let mut got = self.claim_n(py, worker_id, n, t, None, Some(cancel))?;
+        if single {
+            return Ok(got.pop().map(|h| Py::new(py, h)).transpose()?.map_or_else(|| py.None(), Py::into_any));
+        }
+        Ok(PyList::new(py, got)?.into_any().unbind())
+    }
+
+    /// Claimed jobs as they come, for `for` and `async for`; ends when `stop` is set.
+    #[pyo3(signature = (worker_id, *, stop=None, batch=1))]
+    fn jobs(&self, worker_id: &str, stop: Option<&Bound<'_, StopToken>>, batch: i64) -> PyResult<JobIterator> {
+        if !(1..=1000).contains(&batch) {
+            return Err(PyValueError::new_err(format!("batch must be between 1 and 1000, got {batch}")));
+        }
+        alkstore_core::validate_name("worker", worker_id).py()?;
+        Ok(JobIterator::new(self.store.clone(), self.name.clone(), worker_id.to_owned(), batch as usize, stop))
+    }
+
+    /// Acks many handles in one commit; returns how many landed.
+    #[pyo3(signature = (jobs, tx=None))]
+    fn ack_batch(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<usize> {
+        let mut claimed = Vec::new();
+        for j in jobs.try_iter()? {
+            let j = j?;
+            let h = j.cast::<JobHandle>()?;
+            claimed.push(h.get().claimed().clone());
+        }
+        // Handles of another queue cannot be valid for this one: they do not land.
+        let refs: Vec<&Claimed> = claimed.iter().filter(|c| c.queue == self.name).collect();
+        run(py, &self.store, tx, |t| self.store.ack(t, &refs))
+    }
+
+    /// A live or dead job of this queue, or None.
+    #[pyo3(signature = (job_id, tx=None))]
+    fn get_job(&self, py: Python<'_>, job_id: i64, tx: Option<&Bound<'_, Transaction>>) -> PyResult<Option<Job>> {
+        Ok(run(py, &self.store, tx, |t| self.store.get_job(t, &self.name, job_id))?.map(Job::from))
+    }
+
+    /// Deletes a pending or processing job of this queue.
+    #[pyo3(signature = (job_id, tx=None))]
+    fn cancel(&self, py: Python<'_>, job_id: i64, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+        run(py, &self.store, tx, |t| self.store.cancel(t, &self.name, job_id))
+    }
+
+    /// Moves expired rows to dead and purges dead rows past retention.
+    fn sweep_expired(&self, py: Python<'_>) -> PyResult<Swept> {
+        Ok(py.detach(|| self.store.sweep_expired(&self.name)).py()?.into())
+    }
+
+    /// Counts of this queue's jobs by state.
+    fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
+        Ok(py.detach(|| self.store.stats(&self.name)).py()?.into())
+    }
+
+    /// Dead jobs, newest first; `before_id` pages.
+    #[pyo3(signature = (limit=100, before_id=None))]
+    fn dead_jobs<'py>(&self, py: Python<'py>, limit: i64, before_id: Option<i64>) -> PyResult<Bound<'py, PyList>> {
+        if !(1..=1000).contains(&limit) {
+            return Err(PyValueError::new_err(format!("limit must be between 1 and 1000, got {limit}")));
+        }
+        let rows = py.detach(|| self.store.dead_jobs(&self.name, limit as usize, before_id)).py()?;
+        PyList::new(py, rows.into_iter().map(Job::from))
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<alkstore.Queue {:?}>", self.name)
+    }
+}

@@ -1,0 +1,145 @@
+//! `alkstore.open` and the `Store` class.
+
+use std::sync::Arc;
+
+use alkstore_core::{parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
+
+use crate::convert::{integer, number};
+use crate::errors::IntoPyResult;
+use crate::queue::Queue;
+use crate::tx::Transaction;
+
+/// An open alkstore: a SQLite file or a Postgres database.
+#[pyclass(name = "Store", module = "alkstore", frozen)]
+pub struct Store {
+    pub(crate) inner: Arc<CoreStore>,
+    target: String,
+}
+
+fn option_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<OptValue> {
+    Ok(if let Ok(b) = v.cast::<PyBool>() {
+        OptValue::Bool(b.is_true())
+    } else if v.is_instance_of::<PyInt>() {
+        OptValue::Int(integer(v, key)?)
+    } else if v.is_instance_of::<PyFloat>() {
+        OptValue::Float(number(v, key)?)
+    } else if let Ok(s) = v.cast::<PyString>() {
+        OptValue::Str(s.to_str()?.to_owned())
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "option {key:?} has unsupported type {}",
+            v.get_type().name()?
+        )));
+    })
+}
+
+/// Opens (creating or migrating) a store. See SPEC §2 for targets and options.
+#[pyfunction]
+#[pyo3(signature = (target, **options))]
+pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Store> {
+    let path = py.import("os")?.getattr("fspath")?.call1((target,)).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "target must be a str path, an os.PathLike or a URL, got {}",
+            target.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        ))
+    })?;
+    let text: String = path
+        .extract()
+        .map_err(|_| PyTypeError::new_err("target must be a str path or URL, not bytes"))?;
+    let parsed = parse_target(&text).py()?;
+    let mut opts = Vec::new();
+    if let Some(kw) = options {
+        for (k, v) in kw.iter() {
+            let key: String = k.extract()?;
+            let value = option_value(&key, &v)?;
+            opts.push((key, value));
+        }
+    }
+    let options = OpenOptions::parse(&parsed, &opts).py()?;
+    let engine: Arc<dyn Engine> = py
+        .detach(|| match &parsed {
+            Target::Sqlite(p) => alkstore_sqlite::open(p, &options),
+            Target::Postgres(u) => alkstore_postgres::open(u, &options),
+        })
+        .py()?;
+    Ok(Store { inner: Arc::new(CoreStore::new(engine, options)), target: redact_url(&text) })
+}
+
+#[pymethods]
+impl Store {
+    /// `"sqlite"` or `"postgres"`.
+    #[getter]
+    fn engine(&self) -> &'static str {
+        self.inner.engine_kind()
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// A queue handle; does no I/O. Options are stamped on each enqueued job.
+    #[pyo3(signature = (name, *, visibility_timeout_s=None, max_attempts=None, backoff_base_s=None, dead_letter_retention_s=None))]
+    fn queue(
+        &self,
+        name: &str,
+        visibility_timeout_s: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        backoff_base_s: Option<&Bound<'_, PyAny>>,
+        dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Queue> {
+        validate_name("queue", name).py()?;
+        let d = QueueOpts::default();
+        let vt = visibility_timeout_s.map(|v| number(v, "visibility_timeout_s")).transpose()?;
+        let ma = max_attempts.map(|v| integer(v, "max_attempts")).transpose()?;
+        let base = backoff_base_s.map(|v| number(v, "backoff_base_s")).transpose()?;
+        let keep = match dead_letter_retention_s {
+            Some(v) if !v.is_none() => Some(number(v, "dead_letter_retention_s")?),
+            _ => None,
+        };
+        let opts = QueueOpts::new(
+            vt.unwrap_or(d.visibility_timeout_s as f64),
+            ma.unwrap_or(d.max_attempts),
+            base.unwrap_or(d.backoff_base_s),
+            keep,
+        )
+        .py()?;
+        Ok(Queue::new(self.inner.clone(), name.to_owned(), opts))
+    }
+
+    /// A transaction block: `with store.transaction() as tx: ...`.
+    fn transaction(&self) -> Transaction {
+        Transaction::new(self.inner.clone())
+    }
+
+    /// Closes the store; idempotent.
+    fn close(&self, py: Python<'_>) {
+        let inner = self.inner.clone();
+        py.detach(move || inner.close());
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close(py);
+        false
+    }
+
+    /// Shifts this handle's database clock by `seconds` (tests only).
+    fn _advance_clock(&self, seconds: &Bound<'_, PyAny>) -> PyResult<()> {
+        let s = number(seconds, "seconds")?;
+        self.inner.advance_clock(s.ceil() as i64).py()
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.inner.is_closed() { " closed" } else { "" };
+        format!("<alkstore.Store engine={:?} target={:?}{state}>", self.inner.engine_kind(), self.target)
+    }
+}

@@ -1,0 +1,173 @@
+//! Read-only values: `Job`, `QueueStats`, `Swept`.
+
+use std::sync::OnceLock;
+
+use alkstore_core as core;
+use pyo3::prelude::*;
+
+use crate::convert::{to_datetime, to_opt_datetime};
+use crate::json;
+
+/// A job row as `get_job` / `dead_jobs` see it (live or dead).
+#[pyclass(name = "Job", module = "alkstore", frozen)]
+pub struct Job {
+    row: core::Job,
+    payload: OnceLock<Py<PyAny>>,
+}
+
+impl From<core::Job> for Job {
+    fn from(row: core::Job) -> Self {
+        Job { row, payload: OnceLock::new() }
+    }
+}
+
+#[pymethods]
+impl Job {
+    #[getter]
+    fn id(&self) -> i64 {
+        self.row.id
+    }
+    #[getter]
+    fn queue(&self) -> &str {
+        &self.row.queue
+    }
+    /// `'pending'`, `'processing'` or `'dead'`.
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.row.state.as_str()
+    }
+    #[getter]
+    fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(p) = self.payload.get() {
+            return Ok(p.clone_ref(py));
+        }
+        let decoded = json::decode(py, &self.row.payload)?;
+        Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
+    }
+    #[getter]
+    fn priority(&self) -> i32 {
+        self.row.priority
+    }
+    #[getter]
+    fn attempts(&self) -> i64 {
+        self.row.attempts
+    }
+    #[getter]
+    fn max_attempts(&self) -> i64 {
+        self.row.max_attempts
+    }
+    #[getter]
+    fn enqueued_at(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.row.enqueued_at)
+    }
+    #[getter]
+    fn run_at(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        to_datetime(py, self.row.run_at)
+    }
+    #[getter]
+    fn claimed_at(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        to_opt_datetime(py, self.row.claimed_at)
+    }
+    #[getter]
+    fn deadline(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        to_opt_datetime(py, self.row.deadline)
+    }
+    #[getter]
+    fn worker_id(&self) -> Option<&str> {
+        self.row.worker_id.as_deref()
+    }
+    #[getter]
+    fn expires_at(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        to_opt_datetime(py, self.row.expires_at)
+    }
+    #[getter]
+    fn last_error(&self) -> Option<&str> {
+        self.row.last_error.as_deref()
+    }
+    #[getter]
+    fn died_at(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        to_opt_datetime(py, self.row.died_at)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Job>().is_ok_and(|o| o.get().row == self.row)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Job(id={}, queue={:?}, state={:?})", self.row.id, self.row.queue, self.row.state.as_str())
+    }
+}
+
+/// Counts of one queue's jobs (SPEC §4.4).
+#[pyclass(name = "QueueStats", module = "alkstore", frozen, eq, get_all)]
+#[derive(PartialEq)]
+pub struct QueueStats {
+    /// Pending and ready now.
+    pending: i64,
+    /// Pending with a future `run_at`.
+    scheduled: i64,
+    /// Leased, lapsed leases included.
+    processing: i64,
+    /// In dead storage.
+    dead: i64,
+    /// Seconds since the oldest ready pending job became ready.
+    oldest_ready_age_s: Option<i64>,
+}
+
+#[pymethods]
+impl QueueStats {
+    #[new]
+    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None))]
+    fn new(pending: i64, scheduled: i64, processing: i64, dead: i64, oldest_ready_age_s: Option<i64>) -> Self {
+        QueueStats { pending, scheduled, processing, dead, oldest_ready_age_s }
+    }
+
+    fn __repr__(&self) -> String {
+        let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
+        format!(
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age})",
+            self.pending, self.scheduled, self.processing, self.dead
+        )
+    }
+}
+
+impl From<core::QueueStats> for QueueStats {
+    fn from(s: core::QueueStats) -> Self {
+        QueueStats {
+            pending: s.pending,
+            scheduled: s.scheduled,
+            processing: s.processing,
+            dead: s.dead,
+            oldest_ready_age_s: s.oldest_ready_age_s,
+        }
+    }
+}
+
+/// What `sweep_expired` did.
+#[pyclass(name = "Swept", module = "alkstore", frozen, eq, get_all)]
+#[derive(PartialEq)]
+pub struct Swept {
+    /// Rows moved to dead as 'expired'.
+    expired: i64,
+    /// Dead rows purged by retention.
+    purged: i64,
+}
+
+#[pymethods]
+impl Swept {
+    #[new]
+    #[pyo3(signature = (expired=0, purged=0))]
+    fn new(expired: i64, purged: i64) -> Self {
+        Swept { expired, purged }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Swept(expired={}, purged={})", self.expired, self.purged)
+    }
+}
+
+impl From<core::Swept> for Swept {
+    fn from(s: core::Swept) -> Self {
+        Swept { expired: s.expired, purged: s.purged }
+    }
+}

@@ -1,0 +1,55 @@
+//! Blocking waits from Python: the GIL is released for the whole wait, and
+//! about every 100 ms the waiter briefly takes it to let Ctrl-C through.
+
+use std::time::Duration;
+
+use alkstore_core::{Error, StopToken as CoreStop, WaitSpec};
+use parking_lot::Mutex;
+use pyo3::prelude::*;
+use pyo3::types::PyDelta;
+
+use crate::convert::number;
+use crate::errors::to_pyerr;
+
+/// `timeout=` of a blocking call: 0 → one look, seconds/timedelta → that long, None → forever.
+pub fn timeout(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
+    let Some(t) = obj.filter(|t| !t.is_none()) else { return Ok(None) };
+    let secs = if let Ok(td) = t.cast::<PyDelta>() {
+        td.call_method0("total_seconds")?.extract::<f64>()?
+    } else {
+        number(t, "timeout")?
+    };
+    if secs < 0.0 {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("timeout must be >= 0 or None, got {secs}")));
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
+/// Runs `f` (which waits per the `WaitSpec` it is given) with the GIL
+/// released; a pending signal ends the wait and is raised here.
+pub fn blocking<T: Send>(
+    py: Python<'_>,
+    timeout: Option<Duration>,
+    stops: &[&CoreStop],
+    f: impl FnOnce(&WaitSpec<'_>) -> alkstore_core::Result<T> + Send,
+) -> PyResult<T> {
+    let signal: Mutex<Option<PyErr>> = Mutex::new(None);
+    let interrupted = || {
+        Python::attach(|py| match py.check_signals() {
+            Ok(()) => false,
+            Err(e) => {
+                *signal.lock() = Some(e);
+                true
+            }
+        })
+    };
+    let r = py.detach(|| f(&WaitSpec { timeout, stops, interrupted: &interrupted }));
+    match r {
+        Ok(v) => Ok(v),
+        Err(Error::Interrupted) => Err(signal
+            .lock()
+            .take()
+            .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))),
+        Err(e) => Err(to_pyerr(e)),
+    }
+}
