@@ -22,7 +22,7 @@ pub async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Resu
 
 #[cfg(test)]
 mod tests {
-    use crate::sql::{quote_ident, Statements};
+    use crate::sql::Statements;
     use crate::testing::{Fixture, TestResult};
 
     /// The claim's candidate scans must be the partial indexes, with the
@@ -31,23 +31,12 @@ mod tests {
     #[test]
     fn explain_claim_uses_the_partial_indexes() -> TestResult {
         let Some(fx) = Fixture::new()? else { return Ok(()) };
-        let s = quote_ident(&fx.schema);
-        fx.batch(&format!(
-            "INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
-               visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline) \
-             SELECT 'q' || (i % 20), CASE WHEN i % 4 = 0 THEN 'processing' ELSE 'pending' END, '{{}}', \
-               i % 3, 1, 3, 1, 30, 5, 0, i, i \
-             FROM generate_series(1, 20000) i; \
-             ANALYZE {s}.jobs;"
-        ))?;
+        fx.fill()?;
         let claim = Statements::new(&fx.schema).claim;
-        fx.batch(&format!("PREPARE c(bigint, text, text, bigint) AS {claim}"))?;
-        for mode in ["force_custom_plan", "force_generic_plan"] {
-            fx.batch(&format!("SET plan_cache_mode = {mode}"))?;
-            let plan = fx.lines("EXPLAIN (COSTS OFF) EXECUTE c(0, 'q3', 'w', 10)")?.join("\n");
-            assert!(plan.contains("Index Scan using jobs_ready"), "{mode}:\n{plan}");
-            assert!(plan.contains("Index Scan using jobs_leased"), "{mode}:\n{plan}");
-            assert!(!plan.contains("Seq Scan"), "{mode}:\n{plan}");
+        for plan in fx.plans("bigint, text, text, bigint", &claim, "0, 'q3', 'w', 10")? {
+            assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
+            assert!(plan.contains("Index Scan using jobs_leased"), "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
         }
         Ok(())
     }

@@ -5,18 +5,20 @@
 //! while the op's single statement runs, and scrubs the password out of any
 //! error on the way out.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx,
+    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
 };
-use deadpool_postgres::Pool;
+use deadpool_postgres::{Object, Pool};
+use tokio::sync::watch;
 
 use crate::ctx::Ctx;
 use crate::error::{pg_error, pool_error, Redactor};
 use crate::sql::Statements;
 use crate::tx::PgTx;
-use crate::{claim, enqueue, handle, migrate, pool, reads, runtime, sweep};
+use crate::{claim, enqueue, handle, listen, migrate, pool, reads, runtime, sweep};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
@@ -31,6 +33,16 @@ pub struct PgEngine {
     redactor: Redactor,
     /// For messages and Debug: the URL with its password masked.
     url: String,
+    /// For the LISTEN connection, which lives outside the pool.
+    config: tokio_postgres::Config,
+    /// The store's notification channel.
+    channel: String,
+    /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
+    listen: bool,
+    /// Whether the LISTEN task was started (once per engine).
+    listening: AtomicBool,
+    /// Turned true by `close` to end the LISTEN task.
+    stop: watch::Sender<bool>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -46,7 +58,7 @@ impl PgEngine {
         let redactor = Redactor::for_url(url);
         let shown = redact_url(url);
         let config = pool::pg_config(url, &redactor)?;
-        let pool = runtime::block_on(async { pool::build(config, options.pool_size) })??;
+        let pool = runtime::block_on(async { pool::build(config.clone(), options.pool_size) })??;
         let schema = options.schema.clone();
         let migrated = runtime::block_on(async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
@@ -72,6 +84,11 @@ impl PgEngine {
             offset: AtomicI64::new(0),
             redactor,
             url: shown,
+            config,
+            channel: listen::channel(&options.schema),
+            listen: options.listen,
+            listening: AtomicBool::new(false),
+            stop: watch::Sender::new(false),
         })
     }
 
@@ -91,7 +108,14 @@ impl PgEngine {
             }
             None => runtime::block_on(async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-                op(&Ctx { client: &conn, sql: &self.sql, offset }).await
+                let r = op(&Ctx { client: &conn, sql: &self.sql, offset }).await;
+                if matches!(r, Err(Error::ConnectionLost { .. })) {
+                    // Never back into the pool: its task may not have seen the
+                    // socket close yet, and the pool's `is_closed` check would
+                    // hand it to the next call.
+                    drop(Object::take(conn));
+                }
+                r
             })?,
         };
         r.map_err(|e| self.redactor.scrub(e))
@@ -114,8 +138,16 @@ impl Engine for PgEngine {
     fn begin(&self) -> Result<Box<dyn Tx>> {
         let conn = runtime::block_on(async {
             let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-            conn.batch_execute("BEGIN").await.map_err(|e| pg_error(&e))?;
-            Ok(conn)
+            match conn.batch_execute("BEGIN").await {
+                Ok(()) => Ok(conn),
+                Err(e) => {
+                    let e = pg_error(&e);
+                    if matches!(e, Error::ConnectionLost { .. }) {
+                        drop(Object::take(conn));
+                    }
+                    Err(e)
+                }
+            }
         })?
         .map_err(|e| self.redactor.scrub(e))?;
         Ok(Box::new(PgTx::new(conn, self.id, self.redactor.clone())))
@@ -175,6 +207,19 @@ impl Engine for PgEngine {
         self.run(None, async |cx| sweep::sweep_expired(cx, queue).await)
     }
 
+    fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
+        runtime::runtime()?;
+        if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
+            return Ok(());
+        }
+        listen::start(self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        Ok(())
+    }
+
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+        self.run(None, async |cx| reads::next_wake(cx, queue).await)
+    }
+
     fn advance_clock(&self, seconds: i64) {
         self.offset.fetch_add(seconds, Ordering::SeqCst);
     }
@@ -187,5 +232,6 @@ impl Engine for PgEngine {
         // Idle connections close now; checked-out ones (an open caller
         // transaction) close when returned. Later calls get StoreClosed.
         self.pool.close();
+        self.stop.send_replace(true);
     }
 }

@@ -17,6 +17,7 @@ mod engine;
 mod enqueue;
 mod error;
 mod handle;
+mod listen;
 mod migrate;
 mod params;
 mod pool;

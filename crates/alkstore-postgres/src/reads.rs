@@ -38,3 +38,40 @@ pub async fn now(cx: &Ctx<'_>) -> Result<i64> {
     let row = cx.query_one(&cx.sql.now, &[&cx.offset]).await?;
     col(&row, 0)
 }
+
+/// When `queue` next gains claimable work without a commit: the earliest
+/// future `run_at` of a pending row, or the second after the earliest
+/// unexpired lease ends (a lease is reclaimable once `deadline < now`).
+pub async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
+    let row = cx.query_one(&cx.sql.next_wake, &[&cx.offset, &queue]).await?;
+    col(&row, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sql::Statements;
+    use crate::testing::{Fixture, TestResult};
+
+    /// The reads a waiter or a dashboard repeats must stay index seeks.
+    #[test]
+    fn explain_reads_use_the_indexes() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        fx.fill()?;
+        let sql = Statements::new(&fx.schema);
+        for plan in fx.plans("bigint, text", &sql.next_wake, "0, 'q3'")? {
+            assert!(plan.contains("jobs_ready") && plan.contains("jobs_leased"), "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        // Either dead_queue or a backward walk of the primary key, by cost.
+        for plan in fx.plans("text, bigint, bigint", &sql.dead_jobs, "'q3', 9223372036854775807, 100")? {
+            assert!(plan.contains("Index Scan Backward"), "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        for plan in fx.plans("bigint, text", &sql.get_job, "5, 'q5'")? {
+            // One unique seek per table (dead_pkey or dead_queue, both exact).
+            assert!(plan.contains("using jobs_pkey") && plan.matches("Index Scan").count() == 2, "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        Ok(())
+    }
+}

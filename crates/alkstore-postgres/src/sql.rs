@@ -65,6 +65,8 @@ pub struct Statements {
     pub stats: String,
     /// Expired rows to dead, retention purge; returns (expired, purged).
     pub sweep: String,
+    /// The earliest future instant `$2`'s queue gains claimable work without a commit.
+    pub next_wake: String,
     /// The clock.
     pub now: String,
 }
@@ -79,6 +81,9 @@ impl Statements {
     /// The statements for the engine-owned `schema` (unquoted).
     pub fn new(schema: &str) -> Self {
         let s = quote_ident(schema);
+        // The channel is ASCII letters, digits and `_` (from the validated
+        // schema name), so it is safe inside a string literal.
+        let notify = format!("pg_notify('{}', queue)", crate::listen::channel(schema));
         let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
         let dead_values = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
         Statements {
@@ -86,7 +91,7 @@ impl Statements {
                 "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
                  visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
                  SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
-                 n.t, coalesce($9::bigint, n.t + $10::bigint), n.t + $11::bigint FROM n RETURNING id"
+                 n.t, coalesce($9::bigint, n.t + $10::bigint), n.t + $11::bigint FROM n RETURNING id, {notify}"
             ),
             enqueue_many: format!(
                 "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
@@ -95,8 +100,12 @@ impl Statements {
                  $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s \
                  FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[]) \
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
-                 ORDER BY u.ord RETURNING id"
+                 ORDER BY u.ord RETURNING id, {notify}"
             ),
+            // `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`: the
+            // array is computed once and probed through the primary key,
+            // where a semi-join may be planned as a scan of the whole table
+            // when the row estimate for the (runtime-clocked) bound is high.
             // The exhaustion step and the claim are one statement, hence one
             // transaction and one round trip. Their row sets are disjoint
             // (attempts >= max vs < max, or pending), so the CTEs never touch
@@ -105,11 +114,11 @@ impl Statements {
             claim: format!(
                 "{NOW}, \
                  exhausted AS ( \
-                   DELETE FROM {s}.jobs WHERE id IN ( \
+                   DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
                      SELECT id FROM {s}.jobs \
                      WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
                        AND attempts >= max_attempts \
-                     FOR UPDATE SKIP LOCKED) \
+                     FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  buried AS ( \
                    {into_dead} SELECT {LIVE_COLS}, 'attempts exhausted', {dead_values} FROM exhausted), \
@@ -143,9 +152,12 @@ impl Statements {
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
                    AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n)"
             ),
-            // worker_id, claimed_at and deadline stay: they describe the last claim.
+            // worker_id, claimed_at and deadline stay: they describe the last
+            // claim. Only a retry that is ready at once wakes waiters; a
+            // delayed one is found through next_wake.
             retry: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint WHERE {VALID}"
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint WHERE {VALID} \
+                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
             // inside a caller's transaction, so no savepoint is needed.
@@ -158,7 +170,7 @@ impl Statements {
             ),
             release: format!(
                 "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1 \
-                 WHERE {VALID}"
+                 WHERE {VALID} RETURNING {notify}"
             ),
             cancel: format!("DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text"),
             // One statement, one snapshot: a row moving to dead is seen in
@@ -194,9 +206,9 @@ impl Statements {
             sweep: format!(
                 "{NOW}, \
                  moved AS ( \
-                   DELETE FROM {s}.jobs WHERE id IN ( \
+                   DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
                      SELECT id FROM {s}.jobs WHERE queue = $2::text AND expires_at <= (SELECT t FROM n) \
-                     FOR UPDATE SKIP LOCKED) \
+                     FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  kept AS ( \
                    {into_dead} SELECT {LIVE_COLS}, 'expired', {dead_values} FROM moved \
@@ -206,6 +218,30 @@ impl Statements {
                  SELECT (SELECT count(*) FROM moved), \
                    (SELECT count(*) FROM purged) \
                    + (SELECT count(*) FROM moved WHERE dead_retention_s IS NOT NULL AND dead_retention_s <= 0)"
+            ),
+            // Pending rows: the jobs_ready index orders by priority first, so
+            // the earliest future run_at is one seek per distinct priority,
+            // found by a recursive skip scan, never a scan of the backlog.
+            // Leases: reclaimable once `deadline < now`, i.e. at deadline + 1.
+            next_wake: format!(
+                "WITH RECURSIVE n AS MATERIALIZED ( \
+                   SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
+                 prio AS ( \
+                   (SELECT priority FROM {s}.jobs WHERE queue = $2::text AND state = 'pending' \
+                    ORDER BY priority DESC LIMIT 1) \
+                   UNION ALL \
+                   SELECT (SELECT j.priority FROM {s}.jobs j \
+                           WHERE j.queue = $2::text AND j.state = 'pending' AND j.priority < prio.priority \
+                           ORDER BY j.priority DESC LIMIT 1) \
+                   FROM prio WHERE prio.priority IS NOT NULL) \
+                 SELECT least( \
+                   (SELECT min((SELECT j.run_at FROM {s}.jobs j \
+                                WHERE j.queue = $2::text AND j.state = 'pending' AND j.priority = prio.priority \
+                                  AND j.run_at > (SELECT t FROM n) \
+                                ORDER BY j.run_at LIMIT 1)) \
+                    FROM prio WHERE prio.priority IS NOT NULL), \
+                   (SELECT min(deadline) + 1 FROM {s}.jobs \
+                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)))"
             ),
             now: "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint".to_owned(),
         }

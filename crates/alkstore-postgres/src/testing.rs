@@ -58,6 +58,40 @@ impl Fixture {
     }
 }
 
+impl Fixture {
+    /// 20 000 rows over 20 queues, a quarter leased, some expiring, plus
+    /// dead rows with retention; analyzed, so the planner sees a real table.
+    pub fn fill(&self) -> TestResult {
+        let s = crate::sql::quote_ident(&self.schema);
+        self.batch(&format!(
+            "INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+               visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline, expires_at) \
+             SELECT 'q' || (i % 20), CASE WHEN i % 4 = 0 THEN 'processing' ELSE 'pending' END, '{{}}', \
+               i % 3, 1, 3, 1, 30, 5, 0, i, i, CASE WHEN i % 10 = 0 THEN i END \
+             FROM generate_series(1, 20000) i; \
+             INSERT INTO {s}.dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+               visibility_timeout_s, backoff_base_s, enqueued_at, run_at, last_error, died_at, purge_at) \
+             SELECT 100000 + i, 'q' || (i % 20), 'processing', '{{}}', 0, 3, 3, 3, 30, 5, 0, 0, 'x', i, \
+               CASE WHEN i % 2 = 0 THEN i + 100 END \
+             FROM generate_series(1, 20000) i; \
+             ANALYZE {s}.jobs; ANALYZE {s}.dead;"
+        ))
+    }
+
+    /// The plans of `statement` (parameter types `types`, executed with
+    /// `args`) under forced custom and forced generic planning.
+    pub fn plans(&self, types: &str, statement: &str, args: &str) -> Result<Vec<String>, Box<dyn std::error::Error>> {
+        self.batch(&format!("DEALLOCATE ALL; PREPARE p({types}) AS {statement}"))?;
+        let mut out = Vec::new();
+        for mode in ["force_custom_plan", "force_generic_plan"] {
+            self.batch(&format!("SET plan_cache_mode = {mode}"))?;
+            out.push(format!("{mode}:\n{}", self.lines(&format!("EXPLAIN (COSTS OFF) EXECUTE p({args})"))?.join("\n")));
+        }
+        self.batch("RESET plan_cache_mode")?;
+        Ok(out)
+    }
+}
+
 impl Drop for Fixture {
     fn drop(&mut self) {
         use alkstore_core::Engine;
