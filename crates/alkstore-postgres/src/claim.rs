@@ -13,8 +13,12 @@ use crate::rows::{claimed, sort_claimed};
 
 /// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.
 pub async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
-    let limit = i64::try_from(n).unwrap_or(i64::MAX);
-    let rows = cx.query(&cx.sql.claim, &[&cx.offset, &queue, &worker_id, &limit]).await?;
+    let rows = if n == 1 {
+        cx.query(&cx.sql.claim_one, &[&cx.offset, &queue, &worker_id]).await?
+    } else {
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        cx.query(&cx.sql.claim, &[&cx.offset, &queue, &worker_id, &limit]).await?
+    };
     let mut jobs = rows.iter().map(claimed).collect::<Result<Vec<_>>>()?;
     sort_claimed(&mut jobs);
     Ok(jobs)
@@ -32,8 +36,10 @@ mod tests {
     fn explain_claim_uses_the_partial_indexes() -> TestResult {
         let Some(fx) = Fixture::new()? else { return Ok(()) };
         fx.fill()?;
-        let claim = Statements::new(&fx.schema).claim;
-        for plan in fx.plans("bigint, text, text, bigint", &claim, "0, 'q3', 'w', 10")? {
+        let sql = Statements::new(&fx.schema);
+        let one = fx.plans("bigint, text, text", &sql.claim_one, "0, 'q3', 'w'")?;
+        let many = fx.plans("bigint, text, text, bigint", &sql.claim, "0, 'q3', 'w', 10")?;
+        for plan in one.iter().chain(&many) {
             assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
             assert!(plan.contains("Index Scan using jobs_leased"), "{plan}");
             assert!(!plan.contains("Seq Scan"), "{plan}");

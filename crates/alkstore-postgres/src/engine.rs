@@ -58,7 +58,7 @@ impl PgEngine {
         let redactor = Redactor::for_url(url);
         let shown = redact_url(url);
         let config = pool::pg_config(url, &redactor)?;
-        let pool = runtime::block_on(async { pool::build(config.clone(), options.pool_size) })??;
+        let pool = pool::build(config.clone(), options.pool_size)?;
         let schema = options.schema.clone();
         let migrated = runtime::block_on(async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;

@@ -48,9 +48,9 @@ pub fn channel(schema: &str) -> String {
 
 /// Starts the listener for `channel`, feeding `hub` until `stop` turns true
 /// (or its sender is dropped). Returns once the first LISTEN is active, so
-/// a waiter that subscribes after this cannot miss a commit; if the server
-/// does not answer within [`FIRST_LISTEN_WAIT`] it returns anyway and the
-/// task keeps retrying.
+/// a waiter that subscribes after this cannot miss a commit. If the first
+/// attempt fails, or takes longer than [`FIRST_LISTEN_WAIT`], it returns
+/// anyway and the task keeps retrying with backoff.
 pub fn start(mut config: tokio_postgres::Config, channel: String, hub: Arc<WakeHub>, stop: watch::Receiver<bool>) {
     config.keepalives_idle(KEEPALIVE_IDLE);
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
@@ -90,6 +90,10 @@ async fn run(
             drop(client);
             // The connection is gone: wake everyone to re-read, then reconnect.
             hub.bump();
+        } else {
+            // The server is not answering: let `start` return now (waiters
+            // poll meanwhile, and their own calls report the outage).
+            ready.take();
         }
         tokio::select! {
             _ = tokio::time::sleep(backoff) => {}

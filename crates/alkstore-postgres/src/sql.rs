@@ -32,6 +32,9 @@ const VIEW_COLS: &str = "id, queue, payload, priority, attempts, max_attempts, e
 const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3::text \
                      AND claim_token = $4::bigint AND deadline >= (SELECT t FROM n)";
 
+/// `died_at` and `purge_at` of a row moving to dead.
+const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
+
 /// Every statement of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub struct Statements {
@@ -41,7 +44,12 @@ pub struct Statements {
     pub enqueue_one: String,
     /// Many jobs from parallel arrays, ids returned in input order by `ord`.
     pub enqueue_many: String,
-    /// The claim: exhaustion move plus claim of up to `$4` rows.
+    /// The claim of one job, its bound a literal: with `LIMIT $4` the
+    /// planner assumes a large limit for the generic plan, keeps choosing a
+    /// custom plan, and re-plans this big statement on every call.
+    pub claim_one: String,
+    /// The claim of up to `$4` jobs (planned per call; the cost is shared
+    /// by the batch).
     pub claim: String,
     /// One handle deleted.
     pub ack_one: String,
@@ -85,7 +93,7 @@ impl Statements {
         // schema name), so it is safe inside a string literal.
         let notify = format!("pg_notify('{}', queue)", crate::listen::channel(schema));
         let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
-        let dead_values = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
+        let dead_values = DEAD_VALUES;
         Statements {
             enqueue_one: format!(
                 "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
@@ -102,48 +110,8 @@ impl Statements {
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
                  ORDER BY u.ord RETURNING id, {notify}"
             ),
-            // `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`: the
-            // array is computed once and probed through the primary key,
-            // where a semi-join may be planned as a scan of the whole table
-            // when the row estimate for the (runtime-clocked) bound is high.
-            // The exhaustion step and the claim are one statement, hence one
-            // transaction and one round trip. Their row sets are disjoint
-            // (attempts >= max vs < max, or pending), so the CTEs never touch
-            // a row twice. SKIP LOCKED on both candidate scans: a row another
-            // claimer holds is someone else's, never waited for.
-            claim: format!(
-                "{NOW}, \
-                 exhausted AS ( \
-                   DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
-                     SELECT id FROM {s}.jobs \
-                     WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
-                       AND attempts >= max_attempts \
-                     FOR UPDATE SKIP LOCKED)) \
-                   RETURNING *), \
-                 buried AS ( \
-                   {into_dead} SELECT {LIVE_COLS}, 'attempts exhausted', {dead_values} FROM exhausted), \
-                 ready AS ( \
-                   SELECT id, priority, run_at FROM {s}.jobs \
-                   WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
-                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
-                   ORDER BY priority DESC, run_at, id LIMIT $4::bigint \
-                   FOR UPDATE SKIP LOCKED), \
-                 lapsed AS ( \
-                   SELECT id, priority, run_at FROM {s}.jobs \
-                   WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
-                     AND attempts < max_attempts \
-                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
-                   ORDER BY deadline LIMIT $4::bigint \
-                   FOR UPDATE SKIP LOCKED), \
-                 picked AS ( \
-                   SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) c \
-                   ORDER BY priority DESC, run_at, id LIMIT $4::bigint) \
-                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
-                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
-                 FROM picked WHERE j.id = picked.id \
-                 RETURNING {CLAIMED_COLS}"
-            ),
+            claim_one: claim(&s, "1"),
+            claim: claim(&s, "$4::bigint"),
             ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID}"),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
@@ -246,4 +214,54 @@ impl Statements {
             now: "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint".to_owned(),
         }
     }
+}
+
+/// The claim (ADR 0001) with `limit` as its row bound: `$1` offset, `$2`
+/// queue, `$3` worker, and `$4` the bound when `limit` is `$4::bigint`.
+///
+/// The exhaustion step and the claim are one statement, hence one
+/// transaction and one round trip. Their row sets are disjoint (attempts
+/// >= max vs < max, or pending), so the CTEs never touch a row twice.
+/// SKIP LOCKED on both candidate scans: a row another claimer holds is
+/// someone else's, never waited for.
+///
+/// `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`: the array is
+/// computed once and probed through the primary key, where a semi-join may
+/// be planned as a scan of the whole table when the row estimate for the
+/// (runtime-clocked) bound is high.
+fn claim(s: &str, limit: &str) -> String {
+    let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
+    format!(
+        "{NOW}, \
+                 exhausted AS ( \
+                   DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
+                     SELECT id FROM {s}.jobs \
+                     WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+                       AND attempts >= max_attempts \
+                     FOR UPDATE SKIP LOCKED)) \
+                   RETURNING *), \
+                 buried AS ( \
+                   {into_dead} SELECT {LIVE_COLS}, 'attempts exhausted', {DEAD_VALUES} FROM exhausted), \
+                 ready AS ( \
+                   SELECT id, priority, run_at FROM {s}.jobs \
+                   WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
+                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit} \
+                   FOR UPDATE SKIP LOCKED), \
+                 lapsed AS ( \
+                   SELECT id, priority, run_at FROM {s}.jobs \
+                   WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+                     AND attempts < max_attempts \
+                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                   ORDER BY deadline LIMIT {limit} \
+                   FOR UPDATE SKIP LOCKED), \
+                 picked AS ( \
+                   SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) c \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit}) \
+                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+                 FROM picked WHERE j.id = picked.id \
+                 RETURNING {CLAIMED_COLS}"
+    )
 }
