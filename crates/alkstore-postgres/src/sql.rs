@@ -220,8 +220,8 @@ impl Statements {
 /// queue, `$3` worker, and `$4` the bound when `limit` is `$4::bigint`.
 ///
 /// The exhaustion step and the claim are one statement, hence one
-/// transaction and one round trip. Their row sets are disjoint (attempts
-/// >= max vs < max, or pending), so the CTEs never touch a row twice.
+/// transaction and one round trip. Their row sets are disjoint (budget
+/// spent, budget left, or pending), so the CTEs never touch a row twice.
 /// SKIP LOCKED on both candidate scans: a row another claimer holds is
 /// someone else's, never waited for.
 ///
