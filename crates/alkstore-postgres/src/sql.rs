@@ -17,6 +17,12 @@ const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_atte
                          visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
                          claimed_at, deadline, worker_id, expires_at";
 
+/// [`LIVE_COLS`] as the SELECT side of a move to dead: the stored state
+/// becomes 'dead' (as on SQLite); every other field is kept as it was.
+const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
+                           visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
+                           claimed_at, deadline, worker_id, expires_at";
+
 /// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
 const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
                             j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
@@ -93,7 +99,6 @@ impl Statements {
         // schema name), so it is safe inside a string literal.
         let notify = format!("pg_notify('{}', queue)", crate::listen::channel(schema));
         let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
-        let dead_values = DEAD_VALUES;
         Statements {
             enqueue_one: format!(
                 "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
@@ -131,7 +136,7 @@ impl Statements {
             // inside a caller's transaction, so no savepoint is needed.
             kill: format!(
                 "{NOW}, moved AS (DELETE FROM {s}.jobs WHERE {VALID} RETURNING *) \
-                 {into_dead} SELECT {LIVE_COLS}, $5::text, {dead_values} FROM moved"
+                 {into_dead} SELECT {DEAD_SELECT}, $5::text, {DEAD_VALUES} FROM moved"
             ),
             heartbeat: format!(
                 "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"
@@ -179,7 +184,7 @@ impl Statements {
                      FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  kept AS ( \
-                   {into_dead} SELECT {LIVE_COLS}, 'expired', {dead_values} FROM moved \
+                   {into_dead} SELECT {DEAD_SELECT}, 'expired', {DEAD_VALUES} FROM moved \
                    WHERE dead_retention_s IS NULL OR dead_retention_s > 0), \
                  purged AS ( \
                    DELETE FROM {s}.dead WHERE queue = $2::text AND purge_at <= (SELECT t FROM n) RETURNING 1) \
@@ -241,7 +246,7 @@ fn claim(s: &str, limit: &str) -> String {
                      FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  buried AS ( \
-                   {into_dead} SELECT {LIVE_COLS}, 'attempts exhausted', {DEAD_VALUES} FROM exhausted), \
+                   {into_dead} SELECT {DEAD_SELECT}, 'attempts exhausted', {DEAD_VALUES} FROM exhausted), \
                  ready AS ( \
                    SELECT id, priority, run_at FROM {s}.jobs \
                    WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \

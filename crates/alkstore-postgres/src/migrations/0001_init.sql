@@ -32,7 +32,8 @@ CREATE INDEX jobs_leased ON __SCHEMA__.jobs (queue, deadline) WHERE state = 'pro
 -- The expiry sweep.
 CREATE INDEX jobs_expiring ON __SCHEMA__.jobs (queue, expires_at) WHERE expires_at IS NOT NULL;
 
--- Dead rows keep the live row's id (moved, not regenerated) and every field.
+-- Dead rows keep the live row's id (moved, not regenerated) and every field
+-- as it was at death, except `state`, which reads 'dead'.
 CREATE TABLE __SCHEMA__.dead (
     id                   bigint           PRIMARY KEY,
     queue                text             NOT NULL,
