@@ -8,12 +8,16 @@ use tokio_postgres::{Client, NoTls};
 use crate::engine::PgEngine;
 use crate::runtime;
 
+/// What every unit test returns.
 pub type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
 /// An engine on a fresh schema plus a raw client for inspection.
 pub struct Fixture {
+    /// The engine under test.
     pub engine: PgEngine,
+    /// Its fresh schema, dropped with the fixture.
     pub schema: String,
+    /// A raw connection for setup and EXPLAIN.
     pub client: Client,
 }
 

@@ -19,8 +19,11 @@ pub fn url() -> String {
 
 /// A fresh schema and an engine opened on it.
 pub struct TestDb {
+    /// The engine under test.
     pub engine: Arc<dyn Engine>,
+    /// Its fresh schema, dropped with the fixture.
     pub schema: String,
+    /// The options it was opened with (for `reopen`).
     pub options: OpenOptions,
 }
 
