@@ -31,6 +31,15 @@ static SHARED: OnceLock<std::result::Result<Shared, String>> = OnceLock::new();
 pub const FORKED_MESSAGE: &str = "alkstore's Postgres engine cannot be used in a process forked after it was opened; \
                                   open a new store in the child";
 
+/// This process's id; a test can pretend to be a forked child.
+fn current_pid() -> u32 {
+    #[cfg(test)]
+    if let Some(pid) = tests::FAKE_PID.get() {
+        return pid;
+    }
+    std::process::id()
+}
+
 fn shared() -> Result<&'static Shared> {
     let s = SHARED.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
@@ -42,7 +51,7 @@ fn shared() -> Result<&'static Shared> {
             .map_err(|e| format!("could not start the Postgres engine's runtime: {e}"))
     });
     match s {
-        Ok(s) if s.pid == std::process::id() => Ok(s),
+        Ok(s) if s.pid == current_pid() => Ok(s),
         Ok(_) => Err(Error::database(None, FORKED_MESSAGE)),
         Err(m) => Err(Error::database(None, m.clone())),
     }
@@ -64,4 +73,29 @@ pub fn runtime() -> Result<&'static Runtime> {
 /// directly instead.
 pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
     Ok(shared()?.runtime.block_on(fut))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    thread_local! {
+        /// Per thread, so other tests sharing the runtime are unaffected.
+        pub(super) static FAKE_PID: Cell<Option<u32>> = const { Cell::new(None) };
+    }
+
+    #[test]
+    fn a_forked_child_is_refused() -> Result<()> {
+        assert_eq!(block_on(async { 7 })?, 7);
+        FAKE_PID.set(Some(std::process::id().wrapping_add(1)));
+        let refused = block_on(async { 7 });
+        let also = runtime().map(|_| ());
+        FAKE_PID.set(None);
+        assert_eq!(refused, Err(Error::database(None, FORKED_MESSAGE)));
+        assert_eq!(also, Err(Error::database(None, FORKED_MESSAGE)));
+        assert_eq!(block_on(async { 8 })?, 8);
+        Ok(())
+    }
 }
