@@ -75,8 +75,21 @@ mod tests {
         assert_eq!(parse_spec("@every 1m").unwrap(), 60);
         assert_eq!(parse_spec("@every 2h").unwrap(), 7200);
         assert_eq!(parse_spec("@every 366d").unwrap(), MAX_INTERVAL_S);
-        for bad in ["@every 367d", "@every 0s", "@every 5x", "@every -1m", "*/5 * * * *", "@every 05s",
-                    "@every  5s", "@every 5", "@every s", "every 5s", "@every 5s ", "@hourly", ""] {
+        for bad in [
+            "@every 367d",
+            "@every 0s",
+            "@every 5x",
+            "@every -1m",
+            "*/5 * * * *",
+            "@every 05s",
+            "@every  5s",
+            "@every 5",
+            "@every s",
+            "every 5s",
+            "@every 5s ",
+            "@hourly",
+            "",
+        ] {
             assert!(matches!(parse_spec(bad), Err(Error::InvalidSpec { .. })), "{bad:?}");
         }
     }

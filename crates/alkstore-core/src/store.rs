@@ -111,11 +111,7 @@ impl Store {
     }
 
     /// Runs `f` and dooms the session when it fails with a database error.
-    fn in_tx<T>(
-        &self,
-        tx: Option<&mut TxSession>,
-        f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
-    ) -> Result<T> {
+    fn in_tx<T>(&self, tx: Option<&mut TxSession>, f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>) -> Result<T> {
         match tx {
             Some(s) => {
                 let inner = s.live()?;
@@ -146,7 +142,13 @@ impl Store {
     }
 
     /// `enqueue` / `enqueue_many`.
-    pub fn enqueue(&self, tx: Option<&mut TxSession>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    pub fn enqueue(
+        &self,
+        tx: Option<&mut TxSession>,
+        queue: &str,
+        opts: &QueueOpts,
+        jobs: &[NewJob],
+    ) -> Result<Vec<i64>> {
         for job in jobs {
             if job.payload.len() > self.options.max_payload_bytes {
                 return Err(Error::Value(format!(
@@ -330,9 +332,7 @@ impl TxSession {
         let t = self.finish()?;
         if doomed {
             t.rollback()?;
-            return Err(Error::Transaction(
-                "the transaction was rolled back: a statement inside it failed".into(),
-            ));
+            return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
         }
         t.commit()
     }

@@ -51,12 +51,7 @@ pub fn redact_url(url: &str) -> String {
     let Some(at) = authority.rfind('@') else { return url.to_owned() };
     let userinfo = &authority[..at];
     match userinfo.find(':') {
-        Some(colon) => format!(
-            "{}://{}:***{}",
-            &url[..scheme_end],
-            &userinfo[..colon],
-            &after[at..]
-        ),
+        Some(colon) => format!("{}://{}:***{}", &url[..scheme_end], &userinfo[..colon], &after[at..]),
         None => url.to_owned(),
     }
 }
@@ -213,8 +208,14 @@ mod tests {
         let sq = Target::Sqlite("x".into());
         let pg = Target::Postgres("postgres://x".into());
         assert!(matches!(OpenOptions::parse(&sq, &[("bogus".into(), OptValue::Int(1))]), Err(Error::Type(_))));
-        assert!(matches!(OpenOptions::parse(&sq, &[("schema".into(), OptValue::Str("a".into()))]), Err(Error::Value(_))));
-        assert!(matches!(OpenOptions::parse(&pg, &[("busy_timeout_ms".into(), OptValue::Int(1))]), Err(Error::Value(_))));
+        assert!(matches!(
+            OpenOptions::parse(&sq, &[("schema".into(), OptValue::Str("a".into()))]),
+            Err(Error::Value(_))
+        ));
+        assert!(matches!(
+            OpenOptions::parse(&pg, &[("busy_timeout_ms".into(), OptValue::Int(1))]),
+            Err(Error::Value(_))
+        ));
         let o = OpenOptions::parse(&pg, &[("schema".into(), OptValue::Str("t1".into()))]).unwrap();
         assert_eq!(o.schema, "t1");
     }

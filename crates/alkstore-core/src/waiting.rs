@@ -17,6 +17,12 @@ use crate::store::Store;
 /// The longest the loop sleeps before checking for signals and stop.
 pub const SLICE: Duration = Duration::from_millis(100);
 
+/// The shortest gap between two `next_wake` queries of one waiter. The query
+/// may walk a queue's scheduled rows, so a waiter woken by every commit of a
+/// busy store must not run it each time; a cached answer is re-checked at
+/// most this much later, which bounds how late a newly scheduled job can be.
+pub const NEXT_WAKE_EVERY: Duration = Duration::from_millis(100);
+
 /// How the caller wants to wait.
 pub struct WaitSpec<'a> {
     /// `Some(d)`: give up after `d` (zero: one look, no wait). `None`: forever.
@@ -50,6 +56,8 @@ impl Store {
         let start = Instant::now();
         let give_up = spec.timeout.map(|t| start + t);
         let poll = Duration::from_secs_f64(self.options().poll_interval_s);
+        // (when asked, the instant the queue gains work without a commit)
+        let mut known: Option<(Instant, Option<Instant>)> = None;
         loop {
             if self.is_closed() {
                 return Err(Error::StoreClosed);
@@ -68,8 +76,22 @@ impl Store {
                 until = until.min(g);
             }
             if let Some(q) = queue {
-                if let Some(at) = self.engine().next_wake(q)? {
-                    until = until.min(now + until_db_second(at, self.engine().now()?));
+                let fresh = known.is_none_or(|(asked, _)| now >= asked + NEXT_WAKE_EVERY);
+                if fresh {
+                    let due = match self.engine().next_wake(q)? {
+                        Some(at) => Some(now + until_db_second(at, self.engine().now()?)),
+                        None => None,
+                    };
+                    known = Some((now, due));
+                }
+                if let Some((asked, due)) = known {
+                    if let Some(d) = due {
+                        until = until.min(d);
+                    }
+                    if !fresh {
+                        // A commit since may have scheduled something sooner.
+                        until = until.min(asked + NEXT_WAKE_EVERY);
+                    }
                 }
             }
             // Sleep in slices until something changes or `until` passes.

@@ -10,10 +10,7 @@ use pyo3::types::{PyBool, PyDateTime, PyDelta, PyFloat, PyInt, PyTzInfo};
 /// A finite real number (int or float, not bool) named `what` in errors.
 pub fn number(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
     if obj.is_instance_of::<PyBool>() || !(obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyFloat>()) {
-        return Err(PyTypeError::new_err(format!(
-            "{what} must be an int or float, got {}",
-            obj.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("{what} must be an int or float, got {}", obj.get_type().name()?)));
     }
     let v: f64 = obj.extract()?;
     if !v.is_finite() {
@@ -27,8 +24,7 @@ pub fn integer(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     if obj.is_instance_of::<PyBool>() || !obj.is_instance_of::<PyInt>() {
         return Err(PyTypeError::new_err(format!("{what} must be an int, got {}", obj.get_type().name()?)));
     }
-    obj.extract::<i64>()
-        .map_err(|_| PyValueError::new_err(format!("{what} is out of range")))
+    obj.extract::<i64>().map_err(|_| PyValueError::new_err(format!("{what} is out of range")))
 }
 
 /// A duration in seconds or a `timedelta`, >= 0, rounded up to whole seconds.

@@ -68,9 +68,8 @@ impl JobIterator {
         }
         let mut stops: Vec<&CoreStop> = self.stop.iter().collect();
         stops.extend(cancel);
-        let claimed = blocking(py, None, &stops, |spec| {
-            self.store.claim_wait(&self.queue, &self.worker_id, self.batch, spec)
-        })?;
+        let claimed =
+            blocking(py, None, &stops, |spec| self.store.claim_wait(&self.queue, &self.worker_id, self.batch, spec))?;
         let mut it = claimed.into_iter();
         let Some(first) = it.next() else { return Ok(None) };
         self.buffered.lock().extend(it);

@@ -47,14 +47,14 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResu
                 let _ = write!(out, "{i}");
             }
             // Beyond 64 bits: int's own decimal form keeps it exact, as json.dumps does.
-            Err(_) => out.push_str(&obj.py().get_type::<PyInt>().call_method1("__repr__", (obj,))?.extract::<String>()?),
+            Err(_) => {
+                out.push_str(&obj.py().get_type::<PyInt>().call_method1("__repr__", (obj,))?.extract::<String>()?)
+            }
         }
     } else if let Ok(f) = obj.cast::<PyFloat>() {
         let v = f.value();
         if !v.is_finite() {
-            return Err(PyValueError::new_err(format!(
-                "payload contains {v}: NaN and Infinity are not valid JSON"
-            )));
+            return Err(PyValueError::new_err(format!("payload contains {v}: NaN and Infinity are not valid JSON")));
         }
         // Shortest round-trip form; always has '.' or 'e', so it decodes as a float.
         out.push_str(ryu::Buffer::new().format_finite(v));
@@ -101,9 +101,13 @@ fn write_seq<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, out: &mut Stri
 }
 
 fn write_str(s: &Bound<'_, PyString>, out: &mut String) -> PyResult<()> {
-    let text = s
-        .to_str()
-        .map_err(|_| PyValueError::new_err("payload contains a str that is not valid Unicode (a lone surrogate)"))?;
+    let Ok(text) = s.to_str() else {
+        // A lone surrogate has no UTF-8 form; json.dumps writes it as a
+        // \uXXXX escape, and so do we (its ASCII output round-trips exactly).
+        let dumps = s.py().import("json")?.getattr("dumps")?;
+        out.push_str(&dumps.call1((s,))?.extract::<String>()?);
+        return Ok(());
+    };
     out.push('"');
     for c in text.chars() {
         match c {

@@ -13,11 +13,11 @@ use crate::convert::{instant, integer, opt_duration};
 use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
-use crate::stop::StopToken;
-use crate::wait::{self, blocking};
 use crate::json;
+use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
+use crate::wait::{blocking, ClaimTimeout};
 
 /// A queue handle (`store.queue(name, ...)`); a name, not a created object.
 #[pyclass(name = "Queue", module = "alkstore", frozen)]
@@ -57,9 +57,8 @@ impl JobOpts {
         let priority = match priority {
             Some(p) if !p.is_none() => {
                 let p = integer(p, "priority")?;
-                i32::try_from(p).map_err(|_| {
-                    PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}"))
-                })?
+                i32::try_from(p)
+                    .map_err(|_| PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}")))?
             }
             _ => 0,
         };
@@ -81,14 +80,6 @@ impl JobOpts {
     }
 }
 
-/// `timeout=` of a claim: the default (and 0) never waits.
-fn claim_timeout(t: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
-    match t {
-        None => Ok(Some(Duration::ZERO)),
-        Some(t) => wait::timeout(Some(t)),
-    }
-}
-
 impl Queue {
     fn claim_n(
         &self,
@@ -103,9 +94,8 @@ impl Queue {
             return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
         }
         let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
-        let claimed = blocking(py, timeout, &stops, |spec| {
-            self.store.claim_wait(&self.name, worker_id, n as usize, spec)
-        })?;
+        let claimed =
+            blocking(py, timeout, &stops, |spec| self.store.claim_wait(&self.name, worker_id, n as usize, spec))?;
         Ok(self.handles(claimed))
     }
 
@@ -113,14 +103,15 @@ impl Queue {
         slf: &Bound<'_, Self>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         single: bool,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // Forwarded as seconds, or None for "forever".
+        let timeout = timeout.0.map(|d| d.as_secs_f64());
         let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
         let step = slf.getattr("_claim_blocking")?;
-        let t = timeout.map_or_else(|| 0i64.into_pyobject(py).map(|v| v.into_any()), |t| Ok(t.clone()))?;
-        Ok(run.call1((step, worker_id, n, t, single))?.unbind())
+        Ok(run.call1((step, worker_id, n, timeout, single))?.unbind())
     }
 
     pub(crate) fn new(store: Arc<CoreStore>, name: String, opts: QueueOpts) -> Self {
@@ -184,46 +175,39 @@ impl Queue {
 
     /// Claims one job: `timeout=0` looks once, seconds wait up to that long
     /// (woken by commits), None waits until a job arrives, `stop` or close.
-    #[pyo3(signature = (worker_id, *, timeout=None, stop=None))]
+    #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default(), stop=None))]
     fn claim(
         &self,
         py: Python<'_>,
         worker_id: &str,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Option<JobHandle>> {
-        let t = claim_timeout(timeout)?;
-        Ok(self.claim_n(py, worker_id, 1, t, stop, None)?.pop())
+        Ok(self.claim_n(py, worker_id, 1, timeout.0, stop, None)?.pop())
     }
 
     /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
-    #[pyo3(signature = (worker_id, n, *, timeout=None, stop=None))]
+    #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default(), stop=None))]
     fn claim_batch(
         &self,
         py: Python<'_>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
-        let t = claim_timeout(timeout)?;
-        self.claim_n(py, worker_id, n, t, stop, None)
+        self.claim_n(py, worker_id, n, timeout.0, stop, None)
     }
 
     /// The asyncio twin of `claim`.
-    #[pyo3(signature = (worker_id, *, timeout=None))]
-    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default()))]
+    fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, 1, timeout, true)
     }
 
     /// The asyncio twin of `claim_batch`.
-    #[pyo3(signature = (worker_id, n, *, timeout=None))]
-    fn aclaim_batch(
-        slf: &Bound<'_, Self>,
-        worker_id: &str,
-        n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default()))]
+    fn aclaim_batch(slf: &Bound<'_, Self>, worker_id: &str, n: i64, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, n, timeout, false)
     }
 
@@ -233,12 +217,11 @@ impl Queue {
         py: Python<'_>,
         worker_id: &str,
         n: i64,
-        timeout: Option<&Bound<'_, PyAny>>,
+        timeout: ClaimTimeout,
         single: bool,
         cancel: &Bound<'_, StopToken>,
     ) -> PyResult<Py<PyAny>> {
-        let t = claim_timeout(timeout)?;
-        let mut got = self.claim_n(py, worker_id, n, t, None, Some(cancel))?;
+        let mut got = self.claim_n(py, worker_id, n, timeout.0, None, Some(cancel))?;
         if single {
             return Ok(got.pop().map(|h| Py::new(py, h)).transpose()?.map_or_else(|| py.None(), Py::into_any));
         }
@@ -257,7 +240,12 @@ impl Queue {
 
     /// Acks many handles in one commit; returns how many landed.
     #[pyo3(signature = (jobs, tx=None))]
-    fn ack_batch(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<usize> {
+    fn ack_batch(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<usize> {
         let mut claimed = Vec::new();
         for j in jobs.try_iter()? {
             let j = j?;

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target};
+use alkstore_core::{
+    parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target,
+};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
@@ -29,10 +31,7 @@ fn option_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<OptValue> {
     } else if let Ok(s) = v.cast::<PyString>() {
         OptValue::Str(s.to_str()?.to_owned())
     } else {
-        return Err(PyTypeError::new_err(format!(
-            "option {key:?} has unsupported type {}",
-            v.get_type().name()?
-        )));
+        return Err(PyTypeError::new_err(format!("option {key:?} has unsupported type {}", v.get_type().name()?)));
     })
 }
 
@@ -46,9 +45,8 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
             target.get_type().name().map(|n| n.to_string()).unwrap_or_default()
         ))
     })?;
-    let text: String = path
-        .extract()
-        .map_err(|_| PyTypeError::new_err("target must be a str path or URL, not bytes"))?;
+    let text: String =
+        path.extract().map_err(|_| PyTypeError::new_err("target must be a str path or URL, not bytes"))?;
     let parsed = parse_target(&text).py()?;
     let mut opts = Vec::new();
     if let Some(kw) = options {

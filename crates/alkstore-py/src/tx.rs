@@ -77,7 +77,9 @@ fn params(seq: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<SqlValue>> {
         } else if let Ok(b) = v.cast::<PyBool>() {
             SqlValue::Bool(b.is_true())
         } else if v.is_instance_of::<PyInt>() {
-            SqlValue::Int(v.extract().map_err(|_| PyValueError::new_err(format!("params[{i}] is out of the 64-bit range")))?)
+            SqlValue::Int(
+                v.extract().map_err(|_| PyValueError::new_err(format!("params[{i}] is out of the 64-bit range")))?,
+            )
         } else if let Ok(f) = v.cast::<PyFloat>() {
             SqlValue::Float(f.value())
         } else if let Ok(s) = v.cast::<PyString>() {
@@ -160,7 +162,12 @@ impl Transaction {
 
     /// Runs the caller's query; returns a list of dicts.
     #[pyo3(signature = (sql, params=None))]
-    fn query<'py>(&self, py: Python<'py>, sql: &str, params: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+    fn query<'py>(
+        &self,
+        py: Python<'py>,
+        sql: &str,
+        params: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let p = self::params(params)?;
         let rows = self.with_session(py, |s| s.query(sql, &p))?;
         let out = PyList::empty(py);
@@ -182,4 +189,3 @@ impl Transaction {
         }
     }
 }
-

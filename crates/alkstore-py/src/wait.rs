@@ -11,6 +11,24 @@ use pyo3::types::PyDelta;
 use crate::convert::number;
 use crate::errors::to_pyerr;
 
+/// `timeout=` of a claim: absent means 0 (one look, never waits), `None`
+/// means wait forever — so the default cannot be Python's `None`.
+pub struct ClaimTimeout(pub Option<Duration>);
+
+impl Default for ClaimTimeout {
+    fn default() -> Self {
+        ClaimTimeout(Some(Duration::ZERO))
+    }
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for ClaimTimeout {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        timeout(Some(&obj.to_owned())).map(ClaimTimeout)
+    }
+}
+
 /// `timeout=` of a blocking call: 0 → one look, seconds/timedelta → that long, None → forever.
 pub fn timeout(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
     let Some(t) = obj.filter(|t| !t.is_none()) else { return Ok(None) };
@@ -46,10 +64,9 @@ pub fn blocking<T: Send>(
     let r = py.detach(|| f(&WaitSpec { timeout, stops, interrupted: &interrupted }));
     match r {
         Ok(v) => Ok(v),
-        Err(Error::Interrupted) => Err(signal
-            .lock()
-            .take()
-            .unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted"))),
+        Err(Error::Interrupted) => {
+            Err(signal.lock().take().unwrap_or_else(|| pyo3::exceptions::PyKeyboardInterrupt::new_err("interrupted")))
+        }
         Err(e) => Err(to_pyerr(e)),
     }
 }

@@ -1,0 +1,86 @@
+# alkstore developer commands. `make` (or `make help`) lists them.
+#
+# Every target that needs the Python package builds ONE release wheel with
+# maturin into dist/ and installs exactly that wheel, so tests and the demo
+# import alkstore from site-packages, never from python/ on sys.path.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+MATURIN_SPEC := maturin>=1.7,<2.0
+# Extras installed with the wheel; `lint` adds its own.
+EXTRAS ?= test
+
+# One cargo target dir for maturin, cargo test and cargo bench, so a run
+# compiles each dependency once per profile.
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PIP_ROOT_USER_ACTION := ignore
+
+.PHONY: help
+help: ## Show this list
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
+		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-9s %s\n", $$1, $$2}'
+
+.PHONY: tools
+tools: ## Install the build tool (maturin) into the current Python
+	@$(PYTHON) -m maturin --version >/dev/null 2>&1 || $(PIP) install --quiet '$(MATURIN_SPEC)'
+	@command -v cargo >/dev/null || { echo "cargo not found: install Rust from https://rustup.rs" >&2; exit 1; }
+
+.PHONY: wheel
+wheel: tools ## Build the release wheel into dist/ (one maturin build)
+	rm -f dist/alkstore-*.whl
+	$(PYTHON) -m maturin build --release --out dist
+
+.PHONY: install
+install: wheel ## Build the wheel and install exactly that wheel (+ test extras)
+	@wheels=(dist/alkstore-*.whl); \
+	if [ "$${#wheels[@]}" -ne 1 ] || [ ! -f "$${wheels[0]}" ]; then \
+		echo "expected exactly one wheel in dist/, found: $${wheels[*]}" >&2; exit 1; \
+	fi; \
+	wheel="$${wheels[0]}"; \
+	echo "installing $$wheel$(if $(EXTRAS),[$(EXTRAS)])"; \
+	$(PIP) install --quiet "$$wheel$(if $(EXTRAS),[$(EXTRAS)])"; \
+	$(PIP) install --quiet --force-reinstall --no-deps "$$wheel"
+	@# Checked from the repo root, where pytest runs: python/ must not shadow the install.
+	@$(PYTHON) -c '$(CHECK_INSTALLED)'
+
+CHECK_INSTALLED := import alkstore, sys; f = alkstore.__file__ or "?"; 	sys.exit(0 if "site-packages" in f else "alkstore imported from " + f + ", not from site-packages")
+
+.PHONY: demo
+demo: EXTRAS =
+demo: install ## Build, install, then run the tour: python -m alkstore demo
+	$(PYTHON) -m alkstore demo
+
+.PHONY: test
+test: install ## Build + install the wheel, then Rust tests and pytest (Postgres too)
+	cargo test --workspace
+	@# cargo test does not build bench targets; keep the criterion benches compiling.
+	cargo build -p alkstore-benches --benches
+	$(PYTHON) -m pytest
+
+.PHONY: lint
+lint: EXTRAS = test,lint
+lint: install ## rustfmt, clippy, ruff, mypy --strict, stubtest
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(PYTHON) -m ruff check
+	$(PYTHON) -m ruff format --check
+	$(PYTHON) -m mypy --strict python tests
+	$(PYTHON) -m mypy.stubtest alkstore._core
+
+.PHONY: bench
+bench: install ## criterion claim benchmarks, then the Python workloads A-D
+	cargo bench -p alkstore-benches
+	$(PYTHON) benches/workloads.py
+
+.PHONY: clean
+clean: ## Remove build outputs and caches
+	cargo clean
+	rm -rf dist .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+	find python -name '_core*.so' -delete

@@ -1,0 +1,15 @@
+//! `cancel` (SPEC §4.4): another party deletes a live row. It is not an
+//! interrupt and records no dead row; the holder's next handle op finds the
+//! row gone and returns false.
+
+use alkstore_core::Result;
+use rusqlite::{params, Connection};
+
+use crate::error::DbResult;
+use crate::sql;
+
+/// Deletes a pending or processing row of `queue`; false when there is none.
+pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64) -> Result<bool> {
+    let changed = conn.prepare_cached(sql::CANCEL).and_then(|mut s| s.execute(params![id, queue])).db()?;
+    Ok(changed == 1)
+}

@@ -1,0 +1,83 @@
+//! The claim (SPEC §4.2, ADR 0001): exhaustion by reclaim, then one
+//! index-matched `UPDATE … RETURNING`.
+//!
+//! Two paths give the same result:
+//! - **fast** (the common case): one autocommit statement,
+//!   [`sql::CLAIM_READY`], that claims from the ready index only while the
+//!   queue has no lapsed lease. With no lapsed lease the exhaustion step has
+//!   nothing to move and the leased candidate scan is empty, so this *is* the
+//!   ADR claim — without a transaction, a clock read and an empty
+//!   INSERT … SELECT around it. A single statement is atomic under SQLite's
+//!   one writer, so concurrent claimers still never share a job.
+//! - **full**: when the fast statement claims nothing and a lapsed lease
+//!   exists, the ADR sequence runs in one `BEGIN IMMEDIATE` transaction at one
+//!   bound `now`: exhausted lapsed rows to dead, then [`sql::CLAIM`] over the
+//!   union of the ready and leased candidate scans.
+
+use std::cmp::Reverse;
+
+use alkstore_core::{Claimed, Error, Result};
+use rusqlite::{params, Connection, Params};
+
+use crate::conn::{atomic, now, Scope};
+use crate::error::DbResult;
+use crate::rows;
+use crate::sql;
+
+/// Claims up to `n` (>= 1) jobs of `queue` for `worker`, best first.
+pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+    let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
+    let mut claimed = if n == 1 {
+        run(conn, sql::CLAIM_READY_ONE, params![queue, worker, offset], n)?
+    } else {
+        run(conn, sql::CLAIM_READY, params![queue, worker, offset, limit], n)?
+    };
+    if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
+        claimed = atomic(conn, Scope::Own, |c| {
+            let now = now(c, offset)?;
+            exhaust(c, queue, now)?;
+            run(c, sql::CLAIM, params![queue, worker, now, limit], n)
+        })?;
+    }
+    // RETURNING order is unspecified; hand jobs out in claim order.
+    if claimed.len() > 1 {
+        claimed.sort_unstable_by_key(|j| (Reverse(j.priority), j.run_at, j.id));
+    }
+    Ok(claimed)
+}
+
+/// Runs one claim statement and collects what it returned.
+#[inline]
+fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
+    let mut stmt = conn.prepare_cached(sql).db()?;
+    let mut rows = stmt.query(params).db()?;
+    let mut out = Vec::with_capacity(n.min(64));
+    while let Some(row) = rows.next().db()? {
+        out.push(rows::claimed(row)?);
+    }
+    Ok(out)
+}
+
+/// Whether `queue` has a lease past its deadline (a read: no write lock).
+fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<bool> {
+    conn.prepare_cached(sql::HAS_LAPSED).and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0))).db()
+}
+
+/// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'.
+/// Usually matches nothing, and then the DELETE is skipped.
+fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+    let moved = conn.prepare_cached(sql::EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    if moved == 0 {
+        return Ok(());
+    }
+    let deleted = conn.prepare_cached(sql::EXHAUST_DELETE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    if deleted != moved {
+        // Same predicate, same `now`, one write transaction: cannot differ
+        // unless the file changed under us. Abort rather than strand a row.
+        return Err(Error::database(
+            None,
+            format!("exhaustion by reclaim copied {moved} rows to dead but removed {deleted}; rolled back"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,160 @@
+//! The engine's two connections and the rules for using them.
+//!
+//! One writer connection serialises every write of this handle (SQLite has a
+//! single writer per file anyway; queueing on a `parking_lot` mutex is cheaper
+//! than queueing on `busy_timeout`). A separate reader connection serves the
+//! read-only surfaces (`stats`, `dead_jobs`, `get_job` outside a transaction,
+//! `now`) so a slow count never holds up a claim: in WAL mode readers and the
+//! writer do not block each other.
+//!
+//! Closing: [`Conns::close`] marks the handle closed and drops every
+//! connection it can lock. A connection that was in use at that moment (a
+//! caller transaction, an op in flight) is dropped by whoever releases it,
+//! so close waits at most [`CLOSE_WAIT`] and never for a transaction to end
+//! (the closing thread may be the one holding it).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use alkstore_core::{Error, Result};
+use parking_lot::Mutex;
+use rusqlite::Connection;
+
+use crate::error::DbResult;
+use crate::sql;
+
+/// A connection slot: `None` once the handle is closed.
+pub(crate) type Slot = Arc<Mutex<Option<Connection>>>;
+
+/// How long `close` waits for an op in flight before leaving the connection
+/// to be dropped by that op. Ops are short; a caller transaction is not, and
+/// must not be waited for (its thread may be the one closing).
+const CLOSE_WAIT: Duration = Duration::from_millis(50);
+
+/// The writer and reader of one engine handle, plus its closed flag.
+pub(crate) struct Conns {
+    /// The single writer; a caller transaction holds it for its whole life.
+    pub(crate) writer: Slot,
+    /// Read-only surfaces.
+    reader: Slot,
+    /// Set once by `close`; shared with caller transactions.
+    pub(crate) closed: Arc<AtomicBool>,
+}
+
+impl Conns {
+    /// Wraps freshly opened connections.
+    pub(crate) fn new(writer: Connection, reader: Connection) -> Self {
+        Conns {
+            writer: Arc::new(Mutex::new(Some(writer))),
+            reader: Arc::new(Mutex::new(Some(reader))),
+            closed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Runs `f` on the writer, holding it for the duration.
+    #[inline]
+    pub(crate) fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        with_slot(&self.writer, &self.closed, f)
+    }
+
+    /// Runs `f` on the reader.
+    #[inline]
+    pub(crate) fn with_reader<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+        with_slot(&self.reader, &self.closed, f)
+    }
+
+    /// Marks the handle closed and drops the connections not in use. Idempotent.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        for slot in [&self.writer, &self.reader] {
+            if let Some(mut conn) = slot.try_lock_for(CLOSE_WAIT) {
+                conn.take();
+            }
+        }
+    }
+}
+
+#[inline]
+fn with_slot<T>(slot: &Slot, closed: &AtomicBool, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let mut guard = slot.lock();
+    let result = match guard.as_ref() {
+        Some(conn) if !closed.load(Ordering::Acquire) => f(conn),
+        _ => Err(Error::StoreClosed),
+    };
+    // `close` may have run while we held the slot and could not take it.
+    if closed.load(Ordering::Acquire) {
+        guard.take();
+    }
+    result
+}
+
+/// Where a multi-statement op runs: in its own write transaction, or inside
+/// the caller's (where it becomes a savepoint so it stays all-or-nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// No caller transaction: `BEGIN IMMEDIATE` … `COMMIT`.
+    Own,
+    /// Inside the caller's transaction: `SAVEPOINT` … `RELEASE`.
+    Caller,
+}
+
+/// Runs `f` atomically on `conn`: all of its statements land or none do.
+pub(crate) fn atomic<T>(conn: &Connection, scope: Scope, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let (begin, end) = match scope {
+        Scope::Own => (sql::BEGIN_IMMEDIATE, sql::COMMIT),
+        Scope::Caller => (sql::SAVEPOINT, sql::RELEASE),
+    };
+    conn.prepare_cached(begin).and_then(|mut s| s.execute([])).db()?;
+    let result = f(conn).and_then(|v| conn.prepare_cached(end).and_then(|mut s| s.execute([])).db().map(|_| v));
+    if result.is_err() {
+        undo(conn, scope);
+    }
+    result
+}
+
+/// Best-effort rollback after a failure; the original error is what the
+/// caller needs to see, so a failing rollback is not reported over it.
+fn undo(conn: &Connection, scope: Scope) {
+    match scope {
+        Scope::Own => {
+            // SQLite may already have rolled back on its own (e.g. SQLITE_FULL).
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch(sql::ROLLBACK);
+            }
+        }
+        Scope::Caller => {
+            let _ = conn.execute_batch(sql::ROLLBACK_TO);
+            let _ = conn.execute_batch(sql::RELEASE);
+        }
+    }
+}
+
+/// The database clock plus `offset`, read once for a multi-statement op.
+#[inline]
+pub(crate) fn now(conn: &Connection, offset: i64) -> Result<i64> {
+    conn.prepare_cached(sql::NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
+}
+
+/// The longest duration the engine stores, about 34,000 years: in practice
+/// "never". Larger inputs are clamped so `now + d` cannot overflow SQLite's
+/// 64-bit integers, which would silently turn the column into a REAL.
+const MAX_SPAN_S: i64 = 1 << 40;
+
+/// A duration in seconds, clamped to what `now + d` can hold.
+#[inline]
+pub(crate) fn span(seconds: i64) -> i64 {
+    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spans_are_clamped_not_wrapped() {
+        assert_eq!(span(5), 5);
+        assert_eq!(span(i64::MAX), MAX_SPAN_S);
+        assert_eq!(span(i64::MIN), -MAX_SPAN_S);
+    }
+}

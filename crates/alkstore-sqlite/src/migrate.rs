@@ -1,0 +1,96 @@
+//! Numbered schema migrations, applied once each under the write lock, with
+//! the highest applied number recorded as `schema_version` in `__alkstore_meta`.
+
+use alkstore_core::{Error, Result};
+use rusqlite::{Connection, OptionalExtension};
+
+use crate::conn::{atomic, Scope};
+use crate::error::DbResult;
+
+/// The migrations this build knows, in order. Never edit a released one: add
+/// the next number instead.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
+
+/// The schema version this build writes.
+pub(crate) const SCHEMA_VERSION: i64 = 1;
+
+const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
+const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
+const READ_VERSION: &str = "SELECT value FROM __alkstore_meta WHERE key = 'schema_version'";
+const WRITE_VERSION: &str = "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
+     ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+/// Brings the file to [`SCHEMA_VERSION`], or refuses a newer one.
+pub(crate) fn migrate(conn: &Connection) -> Result<()> {
+    // The common case (already current) needs no write lock, so opening a
+    // busy store does not queue behind its writers.
+    if let Some(v) = read_version(conn)? {
+        refuse_newer(v)?;
+        if v == SCHEMA_VERSION {
+            return Ok(());
+        }
+    }
+    // BEGIN IMMEDIATE: two processes opening a fresh file at once migrate one
+    // after the other; the second re-reads the version and finds nothing to do.
+    atomic(conn, Scope::Own, |c| {
+        c.execute_batch(CREATE_META).db()?;
+        let current = read_version(c)?.unwrap_or(0);
+        refuse_newer(current)?;
+        for (n, sql) in MIGRATIONS {
+            if *n > current {
+                c.execute_batch(sql).db()?;
+            }
+        }
+        c.execute(WRITE_VERSION, [SCHEMA_VERSION.to_string()]).db()?;
+        Ok(())
+    })
+}
+
+fn read_version(conn: &Connection) -> Result<Option<i64>> {
+    let has_meta = conn.query_row(META_EXISTS, [], |_| Ok(())).optional().db()?.is_some();
+    if !has_meta {
+        return Ok(None);
+    }
+    let text: Option<Option<String>> = conn.query_row(READ_VERSION, [], |r| r.get(0)).optional().db()?;
+    match text.flatten() {
+        None => Ok(None),
+        Some(t) => t.trim().parse::<i64>().map(Some).map_err(|_| {
+            Error::database(None, format!("__alkstore_meta holds a schema_version that is not a number: {t:?}"))
+        }),
+    }
+}
+
+fn refuse_newer(version: i64) -> Result<()> {
+    if version > SCHEMA_VERSION {
+        return Err(Error::database(
+            None,
+            format!(
+                "the database was written by a newer alkstore (schema version {version}, this \
+                 alkstore knows up to {SCHEMA_VERSION}); upgrade alkstore to open it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrations_are_numbered_in_order_up_to_the_version() {
+        for (i, (n, _)) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(*n, i as i64 + 1);
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(SCHEMA_VERSION));
+    }
+
+    #[test]
+    fn migrating_twice_is_a_no_op() -> Result<()> {
+        let conn = Connection::open_in_memory().db()?;
+        migrate(&conn)?;
+        migrate(&conn)?;
+        assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
+        Ok(())
+    }
+}

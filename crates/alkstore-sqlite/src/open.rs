@@ -1,0 +1,83 @@
+//! Opening a store file: connections, pragmas, the read-only check and the
+//! migration, each failure turned into a `DatabaseError` naming the file.
+
+use std::time::Duration;
+
+use alkstore_core::{Error, OpenOptions, Result};
+use rusqlite::{Connection, OpenFlags, MAIN_DB};
+
+use crate::conn::Conns;
+use crate::error::{at_open, DbResult};
+use crate::migrate;
+
+/// How many prepared statements each connection keeps. The engine has about
+/// twenty hot statements; the default of 16 would evict some of them.
+const STATEMENT_CACHE: usize = 64;
+
+/// Which connection of the handle is being opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Writer,
+    Reader,
+}
+
+/// Opens the writer (creating and migrating the file) and the reader.
+pub(crate) fn open_conns(path: &str, options: &OpenOptions) -> Result<Conns> {
+    let inner = || -> Result<Conns> {
+        let writer = connect(path, options, Role::Writer)?;
+        migrate::migrate(&writer)?;
+        // The reader opens after the migration so it never sees a half-made file.
+        let reader = connect(path, options, Role::Reader)?;
+        Ok(Conns::new(writer, reader))
+    };
+    inner().map_err(|e| at_open(path, e))
+}
+
+fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> {
+    // NO_MUTEX: each connection sits behind our own mutex, so SQLite's
+    // per-connection mutex would only add cost. No URI flag: a path is a path,
+    // even if it contains '?'.
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if role == Role::Writer {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags).db()?;
+
+    // busy_timeout: wait this long for another process's write lock before
+    // giving up with SQLITE_BUSY (set first: the pragmas below may need a lock).
+    conn.busy_timeout(Duration::from_millis(options.busy_timeout_ms)).db()?;
+
+    // SQLite silently falls back to read-only when it cannot open the file for
+    // writing; a queue store that cannot write is useless, so say so now
+    // rather than at the first enqueue.
+    if conn.is_readonly(MAIN_DB).db()? {
+        return Err(Error::database(
+            Some("SQLITE_READONLY".to_owned()),
+            "the file is read-only: alkstore needs to write to it".to_owned(),
+        ));
+    }
+
+    // journal_mode=WAL: readers never block the writer and a commit is one
+    // append, which is what makes per-op claim + ack fast. It is also the
+    // first statement that reads the file, so a non-SQLite file fails here.
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).db()?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::database(
+            None,
+            format!("could not switch the file to WAL journal mode (it stayed in {mode:?})"),
+        ));
+    }
+    // synchronous=NORMAL: in WAL mode a commit survives a process crash and
+    // only the last commits may be lost on power failure; FULL would fsync
+    // every commit and cost an order of magnitude in throughput.
+    conn.pragma_update(None, "synchronous", "NORMAL").db()?;
+    // foreign_keys=ON: the engine's tables use none, but the caller's own
+    // tables in the same file (SPEC §6 transactions) get the checks they expect.
+    conn.pragma_update(None, "foreign_keys", "ON").db()?;
+    if role == Role::Reader {
+        // query_only: the reader must never write, even by a bug.
+        conn.pragma_update(None, "query_only", "ON").db()?;
+    }
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
