@@ -9,7 +9,7 @@
 
 use alkstore_core::{backoff_delay, Claimed, Result};
 
-use crate::ctx::Ctx;
+use crate::ctx::{span, Ctx};
 use crate::rows::col;
 
 /// Deletes every valid handle in one statement; returns how many landed.
@@ -36,7 +36,7 @@ pub async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64
     if job.attempts >= job.max_attempts {
         return kill(cx, job, error).await;
     }
-    let delay = delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s));
+    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
     let n = cx.execute(&cx.sql.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay]).await?;
     Ok(n > 0)
 }
@@ -49,7 +49,8 @@ pub async fn kill(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
 
 /// `deadline := now + extend_s`; the new deadline, or None when refused.
 pub async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-    let rows = cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend_s]).await?;
+    let extend = span(extend_s);
+    let rows = cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend]).await?;
     rows.first().map(|r| col(r, 0)).transpose()
 }
 

@@ -230,6 +230,12 @@ impl Statements {
 /// SKIP LOCKED on both candidate scans: a row another claimer holds is
 /// someone else's, never waited for.
 ///
+/// Lapsed leases are taken in claim order, not deadline order, as the
+/// SQLite engine does: any lapsed lease may outrank the others by priority.
+/// That sorts every lapsed lease of the queue (a cost that grows with the
+/// lapsed leases, never with the backlog), but only the `limit` rows the
+/// sort yields are locked.
+///
 /// `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`: the array is
 /// computed once and probed through the primary key, where a semi-join may
 /// be planned as a scan of the whole table when the row estimate for the
@@ -258,7 +264,7 @@ fn claim(s: &str, limit: &str) -> String {
                    WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
                      AND attempts < max_attempts \
                      AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
-                   ORDER BY deadline LIMIT {limit} \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit} \
                    FOR UPDATE SKIP LOCKED), \
                  picked AS ( \
                    SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) c \

@@ -83,6 +83,20 @@ fn reclaim_after_lapse_eats_an_attempt() -> TestResult {
 }
 
 #[test]
+fn reclaims_follow_priority_order_not_deadline_order() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let low = db.engine.enqueue(None, "q", &opts(10, 3), &[NewJob { priority: 0, ..job("low") }])?[0];
+    db.take("q", "w")?;
+    let high = db.engine.enqueue(None, "q", &opts(20, 3), &[NewJob { priority: 9, ..job("high") }])?[0];
+    db.take("q", "w")?;
+    db.engine.advance_clock(21);
+    // Both leases lapsed; the low one lapsed first, the high one ranks first.
+    assert_eq!(db.take("q", "w2")?.id, high);
+    assert_eq!(db.take("q", "w2")?.id, low);
+    Ok(())
+}
+
+#[test]
 fn exhaustion_by_reclaim_goes_to_dead() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
     let id = db.put("q", &opts(10, 1), r#"{"k":1}"#)?;
@@ -415,5 +429,22 @@ fn stamped_options_are_per_job() -> TestResult {
     let cb = db.take("q", "w")?;
     assert_eq!((ca.id, ca.deadline - ca.claimed_at, ca.max_attempts), (a, 10, 3));
     assert_eq!((cb.id, cb.deadline - cb.claimed_at, cb.max_attempts), (b, 99, 7));
+    Ok(())
+}
+
+#[test]
+fn absurd_durations_are_clamped_not_overflowed() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let huge = QueueOpts { visibility_timeout_s: i64::MAX, dead_letter_retention_s: Some(i64::MAX), ..opts(1, 3) };
+    let far = NewJob { ready: ReadyAt::Delay(i64::MAX), expires_s: Some(i64::MAX), ..job("far") };
+    let id = db.engine.enqueue(None, "q", &huge, &[job("now"), far])?;
+    let c = db.take("q", "w")?;
+    assert_eq!(c.id, id[0]);
+    assert!(c.deadline > c.claimed_at + (1 << 39), "the lease is 'never' long, not an error");
+    assert!(db.engine.heartbeat(&c, i64::MAX)?.is_some());
+    assert!(db.engine.retry(None, &c, "x", Some(i64::MAX))?);
+    assert!(db.engine.claim("q", "w", 10)?.is_empty());
+    assert_eq!(db.engine.stats("q")?.scheduled, 2);
+    assert!(db.engine.next_wake("q")?.is_some());
     Ok(())
 }
