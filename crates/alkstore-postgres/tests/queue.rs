@@ -145,12 +145,75 @@ fn heartbeat_is_absolute_and_late_one_is_refused() -> TestResult {
     assert!(d >= now + 100 && d <= now + 101);
     let d2 = db.engine.heartbeat(&c, 20)?.ok_or("heartbeat refused")?;
     assert!(d2 < d, "absolute from now, not additive");
-    // At the deadline itself the handle is still valid (now <= deadline).
-    db.engine.advance_clock(d2 - db.engine.now()?);
-    assert!(db.engine.heartbeat(&c, 20)?.is_some());
-    db.engine.advance_clock(21);
+    db.engine.advance_clock(d2 - db.engine.now()? + 1);
     assert_eq!(db.engine.heartbeat(&c, 20)?, None, "a late heartbeat never steals the job back");
     assert_eq!(db.engine.ack(None, &[&c])?, 0);
+    Ok(())
+}
+
+/// Sets the engine's clock so that `now == target`, runs `check`, and
+/// reports whether the clock still read `target` afterwards (a real-clock
+/// tick in between makes the run inconclusive, and the caller tries again).
+fn at_second(db: &TestDb, target: i64, check: impl FnOnce() -> TestResult) -> Result<bool, Box<dyn std::error::Error>> {
+    db.engine.advance_clock(target - db.engine.now()?);
+    check()?;
+    Ok(db.engine.now()? == target)
+}
+
+#[test]
+fn boundaries_are_exact_to_the_second() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let q = opts(30, 3);
+    // A lease is valid through its deadline second (now <= deadline).
+    let mut conclusive = false;
+    for _ in 0..5 {
+        db.put("lease", &q, "{}")?;
+        let c = db.take("lease", "w")?;
+        let mut landed = 0;
+        if at_second(&db, c.deadline, || {
+            landed = db.engine.ack(None, &[&c])?;
+            Ok(())
+        })? {
+            assert_eq!(landed, 1, "an ack at the deadline second lands");
+            conclusive = true;
+            break;
+        }
+        db.engine.cancel(None, "lease", c.id)?;
+    }
+    assert!(conclusive, "the clock ticked during every try");
+    // A job is claimable while now < expires_at and swept once now >= expires_at.
+    let mut conclusive = false;
+    for _ in 0..5 {
+        let id = db.engine.enqueue(None, "exp", &q, &[NewJob { expires_s: Some(100), ..job("{}") }])?[0];
+        let expires_at = db.engine.get_job(None, "exp", id)?.ok_or("job")?.expires_at.ok_or("expiry")?;
+        let mut swept = -1;
+        if !at_second(&db, expires_at - 1, || {
+            swept = db.engine.sweep_expired("exp")?.expired;
+            Ok(())
+        })? {
+            db.engine.cancel(None, "exp", id)?;
+            continue;
+        }
+        assert_eq!(swept, 0, "one second before expires_at the job stays");
+        let mut claimed = Vec::new();
+        if at_second(&db, expires_at - 1, || {
+            claimed = db.engine.claim("exp", "w", 1)?;
+            Ok(())
+        })? {
+            assert_eq!(claimed.len(), 1, "and is still claimable");
+            assert!(db.engine.release(&claimed[0])?);
+        }
+        if at_second(&db, expires_at, || {
+            assert!(db.engine.claim("exp", "w", 1)?.is_empty(), "not claimable at expires_at");
+            swept = db.engine.sweep_expired("exp")?.expired;
+            Ok(())
+        })? {
+            assert_eq!(swept, 1, "swept at expires_at");
+            conclusive = true;
+            break;
+        }
+    }
+    assert!(conclusive, "the clock ticked during every try");
     Ok(())
 }
 
@@ -327,9 +390,11 @@ fn sweep_moves_pending_and_processing_and_purges_by_retention() -> TestResult {
         assert!(db.engine.release(c)?);
     }
     assert_eq!(db.engine.sweep_expired("q")?, alkstore_core::Swept { expired: 0, purged: 0 });
-    db.engine.advance_clock(9);
-    assert_eq!(db.engine.sweep_expired("q")?.expired, 0, "not yet: expires_at is exclusive");
-    db.engine.advance_clock(1);
+    // Margins of seconds: the real clock ticks under the test too (the exact
+    // boundary is checked in `boundaries_are_exact_to_the_second`).
+    db.engine.advance_clock(6);
+    assert_eq!(db.engine.sweep_expired("q")?.expired, 0, "not yet");
+    db.engine.advance_clock(4);
     assert!(db.engine.claim("q", "x", 10)?.iter().all(|c| c.id == forever), "expired rows are not claimable");
     let swept = db.engine.sweep_expired("q")?;
     assert_eq!((swept.expired, swept.purged), (3, 1), "the zero-retention row is purged at once");
