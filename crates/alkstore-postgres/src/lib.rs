@@ -1,10 +1,48 @@
-//! The alkstore Postgres engine (being written).
+//! The alkstore Postgres engine: the queue contract (SPEC §4, §6) on
+//! tokio-postgres, with the schema, indexes and statements of ADR 0001.
+//!
+//! Every operation is one statement, prepared once per pooled connection,
+//! so a call is one round trip; the sync [`alkstore_core::Engine`] methods
+//! block on one process-wide tokio runtime ([`runtime()`]). All tables live
+//! in an engine-owned schema (default `alkstore`) created and migrated at
+//! [`open`].
+//!
+//! This crate is pure storage: it must never depend on pyo3 (the binding
+//! crate converts and releases the GIL) and never re-implements contract
+//! rules that `alkstore-core` owns (validation, the retry curve).
+
+mod claim;
+mod ctx;
+mod engine;
+mod enqueue;
+mod error;
+mod handle;
+mod listen;
+mod migrate;
+mod params;
+mod pool;
+mod reads;
+mod rows;
+mod runtime;
+mod sql;
+mod sweep;
+#[cfg(test)]
+mod testing;
+mod tx;
+
 use std::sync::Arc;
 
-use alkstore_core::{Engine, Error, OpenOptions, Result};
+use alkstore_core::{Engine, OpenOptions, Result};
 
-/// Opens (creating or migrating) the Postgres store at `url`.
+pub use engine::PgEngine;
+pub use migrate::LATEST_VERSION;
+pub use runtime::{block_on, runtime, FORKED_MESSAGE};
+
+/// Opens (creating or migrating) the Postgres store at `url`, in the schema
+/// `options.schema`, with a pool of `options.pool_size` connections.
+///
+/// An unreachable server, a bad URL or a schema written by a newer alkstore
+/// is an error naming the URL with its password masked.
 pub fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
-    let _ = (url, options);
-    Err(Error::database(None, "the Postgres engine is not built yet".to_string()))
+    Ok(Arc::new(PgEngine::open(url, options)?))
 }

@@ -1,0 +1,57 @@
+//! What every engine statement runs with: a connection, the store's
+//! statements and the clock offset.
+
+use alkstore_core::Result;
+use deadpool_postgres::ClientWrapper;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
+
+use crate::error::pg_error;
+use crate::sql::Statements;
+
+/// The longest duration the engine stores, about 34,000 years: "never" in
+/// practice. The SQLite engine clamps to the same bound, so both store the
+/// same values; here it keeps `now + d` inside bigint, where an overflow
+/// would be an error on every later statement that adds to it.
+const MAX_SPAN_S: i64 = 1 << 40;
+
+/// A duration in seconds, clamped to what `now + d` can hold.
+pub fn span(seconds: i64) -> i64 {
+    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
+}
+
+/// One call's view of the engine, on a pooled or a transaction's connection.
+pub struct Ctx<'a> {
+    /// The connection the call runs on.
+    pub client: &'a ClientWrapper,
+    /// The store's statement text.
+    pub sql: &'a Statements,
+    /// The handle's clock offset (`$1` of every clocked statement).
+    pub offset: i64,
+}
+
+impl Ctx<'_> {
+    /// `text` prepared once per connection and cached: later calls skip
+    /// the Parse round trip.
+    async fn prepare(&self, text: &str) -> Result<Statement> {
+        self.client.prepare_cached(text).await.map_err(|e| pg_error(&e))
+    }
+
+    /// Runs `text`, returning its rows.
+    pub async fn query(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
+        let stmt = self.prepare(text).await?;
+        self.client.query(&stmt, params).await.map_err(|e| pg_error(&e))
+    }
+
+    /// Runs `text`, returning the one row it must produce.
+    pub async fn query_one(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
+        let stmt = self.prepare(text).await?;
+        self.client.query_one(&stmt, params).await.map_err(|e| pg_error(&e))
+    }
+
+    /// Runs `text`, returning the affected row count.
+    pub async fn execute(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
+        let stmt = self.prepare(text).await?;
+        self.client.execute(&stmt, params).await.map_err(|e| pg_error(&e))
+    }
+}

@@ -1,0 +1,237 @@
+//! `PgEngine`: the `Engine` trait over a pool, a statement set and a clock offset.
+//!
+//! Each trait method picks its connection — the caller's transaction's, or
+//! one checked out of the pool for this call — blocks on the shared runtime
+//! while the op's single statement runs, and scrubs the password out of any
+//! error on the way out.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use alkstore_core::{
+    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
+};
+use deadpool_postgres::{Object, Pool};
+use tokio::sync::watch;
+
+use crate::ctx::Ctx;
+use crate::error::{pg_error, pool_error, Redactor};
+use crate::sql::Statements;
+use crate::tx::PgTx;
+use crate::{claim, enqueue, handle, listen, migrate, pool, reads, runtime, sweep};
+
+/// Tells stores apart, so a transaction begun on one is refused by another.
+static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One open Postgres store.
+pub struct PgEngine {
+    id: u64,
+    pool: Pool,
+    sql: Statements,
+    /// `_advance_clock` total; tests only.
+    offset: AtomicI64,
+    redactor: Redactor,
+    /// For messages and Debug: the URL with its password masked.
+    url: String,
+    /// For the LISTEN connection, which lives outside the pool.
+    config: tokio_postgres::Config,
+    /// The store's notification channel.
+    channel: String,
+    /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
+    listen: bool,
+    /// Whether the LISTEN task was started (once per engine).
+    listening: AtomicBool,
+    /// Turned true by `close` to end the LISTEN task.
+    stop: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for PgEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Hand-written: the pool's Debug would print the driver config.
+        f.debug_struct("PgEngine").field("url", &self.url).field("id", &self.id).finish_non_exhaustive()
+    }
+}
+
+impl PgEngine {
+    /// Connects, migrates the schema and returns the engine.
+    pub fn open(url: &str, options: &OpenOptions) -> Result<Self> {
+        let redactor = Redactor::for_url(url);
+        let shown = redact_url(url);
+        let config = pool::pg_config(url, &redactor)?;
+        let pool = pool::build(config.clone(), options.pool_size)?;
+        let schema = options.schema.clone();
+        let migrated = runtime::block_on(async {
+            let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
+            migrate::migrate(&mut conn, &schema).await
+        })?;
+        if let Err(e) = migrated {
+            pool.close();
+            let e = match e {
+                Error::ConnectionLost { message } => {
+                    Error::ConnectionLost { message: format!("could not open Postgres store at {shown}: {message}") }
+                }
+                Error::Database { code, message } => {
+                    Error::Database { code, message: format!("could not open Postgres store at {shown}: {message}") }
+                }
+                other => other,
+            };
+            return Err(redactor.scrub(e));
+        }
+        Ok(PgEngine {
+            id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
+            pool,
+            sql: Statements::new(&options.schema),
+            offset: AtomicI64::new(0),
+            redactor,
+            url: shown,
+            config,
+            channel: listen::channel(&options.schema),
+            listen: options.listen,
+            listening: AtomicBool::new(false),
+            stop: watch::Sender::new(false),
+        })
+    }
+
+    /// Runs `op` on the caller's transaction when given, else on a pooled
+    /// connection held for just this call.
+    fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
+        let offset = self.offset.load(Ordering::SeqCst);
+        let r = match tx {
+            Some(t) => {
+                let t = self.own_tx(t)?;
+                let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
+                let r = runtime::block_on(op(&cx))?;
+                if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
+                    t.mark_failed();
+                }
+                r
+            }
+            None => runtime::block_on(async {
+                let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
+                let r = op(&Ctx { client: &conn, sql: &self.sql, offset }).await;
+                if matches!(r, Err(Error::ConnectionLost { .. })) {
+                    // Never back into the pool: its task may not have seen the
+                    // socket close yet, and the pool's `is_closed` check would
+                    // hand it to the next call.
+                    drop(Object::take(conn));
+                }
+                r
+            })?,
+        };
+        r.map_err(|e| self.redactor.scrub(e))
+    }
+
+    /// `t` as this engine's own transaction type.
+    fn own_tx<'t>(&self, t: &'t mut dyn Tx) -> Result<&'t mut PgTx> {
+        match t.as_any_mut().downcast_mut::<PgTx>() {
+            Some(pt) if pt.engine_id() == self.id => Ok(pt),
+            _ => Err(Error::Transaction("the transaction belongs to another store".into())),
+        }
+    }
+}
+
+impl Engine for PgEngine {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    fn begin(&self) -> Result<Box<dyn Tx>> {
+        let conn = runtime::block_on(async {
+            let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
+            match conn.batch_execute("BEGIN").await {
+                Ok(()) => Ok(conn),
+                Err(e) => {
+                    let e = pg_error(&e);
+                    if matches!(e, Error::ConnectionLost { .. }) {
+                        drop(Object::take(conn));
+                    }
+                    Err(e)
+                }
+            }
+        })?
+        .map_err(|e| self.redactor.scrub(e))?;
+        Ok(Box::new(PgTx::new(conn, self.id, self.redactor.clone())))
+    }
+
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.run(tx, async |cx| enqueue::enqueue(cx, queue, opts, jobs).await)
+    }
+
+    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        self.run(None, async |cx| claim::claim(cx, queue, worker_id, n).await)
+    }
+
+    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
+        if jobs.is_empty() {
+            return Ok(0);
+        }
+        self.run(tx, async |cx| handle::ack(cx, jobs).await)
+    }
+
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+        self.run(tx, async |cx| handle::retry(cx, job, error, delay_s).await)
+    }
+
+    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
+        self.run(tx, async |cx| handle::kill(cx, job, error).await)
+    }
+
+    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
+        self.run(None, async |cx| handle::heartbeat(cx, job, extend_s).await)
+    }
+
+    fn release(&self, job: &Claimed) -> Result<bool> {
+        self.run(None, async |cx| handle::release(cx, job).await)
+    }
+
+    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
+        self.run(tx, async |cx| enqueue::cancel(cx, queue, id).await)
+    }
+
+    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
+        self.run(tx, async |cx| reads::get_job(cx, queue, id).await)
+    }
+
+    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.run(None, async |cx| reads::dead_jobs(cx, queue, limit, before_id).await)
+    }
+
+    fn stats(&self, queue: &str) -> Result<QueueStats> {
+        self.run(None, async |cx| reads::stats(cx, queue).await)
+    }
+
+    fn sweep_expired(&self, queue: &str) -> Result<Swept> {
+        self.run(None, async |cx| sweep::sweep_expired(cx, queue).await)
+    }
+
+    fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
+        runtime::runtime()?;
+        if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
+            return Ok(());
+        }
+        listen::start(self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        Ok(())
+    }
+
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+        self.run(None, async |cx| reads::next_wake(cx, queue).await)
+    }
+
+    fn advance_clock(&self, seconds: i64) {
+        self.offset.fetch_add(seconds, Ordering::SeqCst);
+    }
+
+    fn now(&self) -> Result<i64> {
+        self.run(None, async |cx| reads::now(cx).await)
+    }
+
+    fn close(&self) {
+        // Idle connections close now; checked-out ones (an open caller
+        // transaction) close when returned. Later calls get StoreClosed.
+        self.pool.close();
+        self.stop.send_replace(true);
+    }
+}

@@ -1,0 +1,97 @@
+//! Creating and upgrading the engine-owned schema at open.
+//!
+//! The migrations are numbered like SQLite's (0001, …) and applied in one
+//! transaction that first takes a transaction-scoped advisory lock keyed on
+//! the schema name: two processes opening a fresh database at once queue on
+//! the lock, and the second finds the work done. The `meta` table holding
+//! `schema_version` is created by this bootstrap rather than by a migration,
+//! because the version must be readable before any migration runs.
+
+use alkstore_core::{Error, Result};
+use deadpool_postgres::ClientWrapper;
+
+use crate::error::pg_error;
+use crate::sql::quote_ident;
+
+/// `(version, sql)` in order; `__SCHEMA__` stands for the quoted schema.
+const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
+
+/// The newest schema version this build knows.
+pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// Brings `schema` to [`LATEST_VERSION`], or refuses a newer one.
+pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
+    let pg = |e: tokio_postgres::Error| pg_error(&e);
+    let quoted = quote_ident(schema);
+    let tx = client.transaction().await.map_err(pg)?;
+    // hashtextextended gives a bigint key; the prefix keeps us clear of
+    // advisory locks the application may take on its own numbers.
+    tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || $1::text, 0))", &[&schema])
+        .await
+        .map_err(pg)?;
+
+    // Check before creating: CREATE SCHEMA IF NOT EXISTS still demands the
+    // CREATE privilege on the database, which a deployed role may lack once
+    // the schema exists.
+    let exists: bool = tx
+        .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", &[&schema])
+        .await
+        .map_err(pg)?
+        .get(0);
+    if !exists {
+        tx.batch_execute(&format!("CREATE SCHEMA {quoted}")).await.map_err(pg)?;
+    }
+    let meta = format!("{quoted}.meta");
+    let has_meta: bool = tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    if !has_meta {
+        tx.batch_execute(&format!("CREATE TABLE {meta} (key text PRIMARY KEY, value text NOT NULL)"))
+            .await
+            .map_err(pg)?;
+    }
+
+    let row = tx.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
+    let current = match row {
+        None => 0,
+        Some(r) => {
+            let text: String = r.get(0);
+            text.parse::<i64>().map_err(|_| {
+                Error::database(
+                    None,
+                    format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"),
+                )
+            })?
+        }
+    };
+    if current > LATEST_VERSION {
+        return Err(Error::database(
+            None,
+            format!(
+                "schema {quoted} was written by a newer alkstore (schema version {current}; this build knows up to \
+                 {LATEST_VERSION}); refusing to open it — upgrade alkstore"
+            ),
+        ));
+    }
+    if current == LATEST_VERSION {
+        // Nothing to change; the transaction (and the lock) end here.
+        return tx.commit().await.map_err(pg);
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+        tx.batch_execute(&sql.replace("__SCHEMA__", &quoted)).await.map_err(|e| {
+            let mut err = pg_error(&e);
+            if let Error::Database { message, .. } = &mut err {
+                *message = format!("migration {version:04} failed: {message}");
+            }
+            err
+        })?;
+    }
+    tx.execute(
+        &format!(
+            "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1::text) \
+             ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+        ),
+        &[&LATEST_VERSION.to_string()],
+    )
+    .await
+    .map_err(pg)?;
+    tx.commit().await.map_err(pg)
+}

@@ -1,0 +1,57 @@
+//! The connection pool (ADR 0002): deadpool-postgres over tokio-postgres, no TLS.
+//!
+//! Connections are made lazily, up to `pool_size`. A connection whose socket
+//! closed (the server restarted, `pg_terminate_backend`, a network cut) has
+//! its connection task end and `Client::is_closed()` turn true; the pool's
+//! `Fast` recycle check drops such a connection at the next checkout and
+//! makes a new one, so the call after a lost connection works. `Verified`
+//! would catch more (a half-open TCP socket) but costs a round trip per
+//! checkout, which the per-op throughput goal cannot afford; TCP keepalives
+//! (tokio-postgres' default) bound the half-open case instead.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use alkstore_core::{redact_url, Error, Result};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::error::Redactor;
+
+/// How long making one connection may take before the call fails, unless the
+/// URL sets `connect_timeout` itself.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shown in `pg_stat_activity` unless the URL names another application.
+const APPLICATION_NAME: &str = "alkstore";
+
+/// Parses `url` into a driver config. The driver's parse errors are not
+/// passed through verbatim: they may quote the input, password included.
+pub fn pg_config(url: &str, redactor: &Redactor) -> Result<tokio_postgres::Config> {
+    let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
+        let detail = redactor.scrub_text(&format!("{e}: {}", source_text(&e)));
+        Error::database(None, format!("invalid Postgres URL {}: {detail}", redact_url(url)))
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_TIMEOUT);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name(APPLICATION_NAME);
+    }
+    Ok(config)
+}
+
+fn source_text(e: &tokio_postgres::Error) -> String {
+    std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default()
+}
+
+/// A pool of at most `size` connections for `config`.
+pub fn build(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let manager = Manager::from_config(config, NoTls, ManagerConfig { recycling_method: RecyclingMethod::Fast });
+    Pool::builder(manager)
+        .max_size(size)
+        // Timeouts (connect, wait) need a runtime handle; ours is tokio.
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|e| Error::database(None, format!("could not build the connection pool: {e}")))
+}
