@@ -15,8 +15,10 @@ use crate::error::DbResult;
 
 const DATA_VERSION: &str = "PRAGMA data_version";
 
-/// The earliest future `run_at` of a pending row, or the earliest lease
-/// deadline, of one queue. The lease side is a seek on `jobs_leased`; the
+/// The earliest future `run_at` of a pending row, or the second the earliest
+/// unexpired lease becomes reclaimable (`deadline + 1`: claimable once
+/// `deadline < now`), of one queue. Lapsed leases are left out: they are
+/// claimable already, or expired and waiting for a sweep. The lease side is a seek on `jobs_leased`; the
 /// run_at side walks the queue's pending rows on `jobs_ready` (ordered by
 /// priority first, so it cannot seek), which is why the core rate-limits
 /// this query. A dedicated run_at index would answer it with a seek but
@@ -28,8 +30,8 @@ pub(crate) const NEXT_WAKE: &str = "SELECT min(t) FROM (
        SELECT min(run_at) AS t FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready
         WHERE queue = ?1 AND state = 'pending' AND run_at > ?2
        UNION ALL
-       SELECT min(deadline) FROM __alkstore_jobs
-        WHERE queue = ?1 AND state = 'processing')";
+       SELECT min(deadline) + 1 FROM __alkstore_jobs
+        WHERE queue = ?1 AND state = 'processing' AND deadline >= ?2)";
 
 /// Starts the watcher thread; it ends once `closed` is set.
 pub(crate) fn start(path: &str, every: Duration, hub: Arc<WakeHub>, closed: Arc<AtomicBool>) -> Result<()> {

