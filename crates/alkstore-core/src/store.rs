@@ -205,6 +205,7 @@ impl Store {
 
     /// `job.retry`.
     pub fn retry(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+        check_error_text(error)?;
         if let Some(d) = delay_s {
             if d < 0 {
                 return Err(Error::Value(format!("delay must be >= 0 seconds, got {d}")));
@@ -215,6 +216,7 @@ impl Store {
 
     /// `job.fail`.
     pub fn fail(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str) -> Result<bool> {
+        check_error_text(error)?;
         self.in_tx(tx, |t| self.engine.fail(t, job, error))
     }
 
@@ -271,6 +273,15 @@ impl Store {
         self.engine.advance_clock(seconds);
         Ok(())
     }
+}
+
+/// An error text is stored as text, and Postgres text cannot hold NUL: refuse
+/// it on every engine alike, before anything changes.
+fn check_error_text(error: &str) -> Result<()> {
+    if error.contains('\0') {
+        return Err(Error::Value("error must not contain NUL characters".into()));
+    }
+    Ok(())
 }
 
 impl Drop for Store {
