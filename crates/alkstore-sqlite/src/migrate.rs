@@ -9,10 +9,13 @@ use crate::error::DbResult;
 
 /// The migrations this build knows, in order. Never edit a released one: add
 /// the next number instead.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
+];
 
 /// The schema version this build writes.
-pub(crate) const SCHEMA_VERSION: i64 = 1;
+pub(crate) const SCHEMA_VERSION: i64 = 2;
 
 const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
 const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
