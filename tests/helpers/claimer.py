@@ -1,0 +1,28 @@
+"""Claims and acks jobs until the queue is empty (a worker process of test_concurrency).
+
+usage: claimer.py LOCATION SCHEMA|- QUEUE OUTFILE
+
+Writes one line per claim: "<id> <attempts> <1 if the ack landed else 0>".
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import alkstore
+
+
+def main() -> None:
+    location, schema, queue, out = sys.argv[1:5]
+    options = {} if schema == "-" else {"schema": schema}
+    worker = f"claimer-{os.getpid()}"
+    with alkstore.open(location, **options) as store, open(out, "w", encoding="utf-8") as f:
+        q = store.queue(queue)
+        while (job := q.claim(worker)) is not None:
+            landed = job.ack()
+            f.write(f"{job.id} {job.attempts} {int(landed)}\n")
+
+
+if __name__ == "__main__":
+    main()
