@@ -1,7 +1,9 @@
 """Waiting consumers are woken by commits, deadlines, stop and close (SPEC §4.2, §5, §8 StopToken).
 
 Real time, kept short: each bound is generous (seconds) so a loaded machine
-does not fail it, while a consumer that only polls slowly or never wakes does.
+does not fail it. Waiting stores are opened with a 60 s safety-net poll
+(`poll_interval_s`), so a wake that arrives within seconds came from a commit
+or a known deadline, not from the poll.
 """
 
 from __future__ import annotations
@@ -13,6 +15,12 @@ from collections.abc import Callable
 
 import alkstore
 import pytest
+
+
+@pytest.fixture
+def waiter(store_factory: Callable[..., alkstore.Store]) -> alkstore.Store:
+    """A store whose safety-net poll is too slow to pass any test here by itself."""
+    return store_factory(poll_interval_s=60)
 
 
 def later(seconds: float, fn: Callable[[], object]) -> threading.Thread:
@@ -29,8 +37,8 @@ def test_claim_timeout_expires(store: alkstore.Store) -> None:
     assert 0.4 <= waited < 5
 
 
-def test_claim_woken_by_commit(store: alkstore.Store) -> None:
-    q = store.queue("q")
+def test_claim_woken_by_commit(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
     t = later(0.3, lambda: q.enqueue({"wake": 1}))
     started = time.monotonic()
     h = q.claim("w", timeout=20)
@@ -40,10 +48,10 @@ def test_claim_woken_by_commit(store: alkstore.Store) -> None:
     assert waited < 5
 
 
-def test_claim_woken_by_other_handle(store: alkstore.Store, store_factory: Callable[..., alkstore.Store]) -> None:
+def test_claim_woken_by_other_handle(waiter: alkstore.Store, store: alkstore.Store) -> None:
     """A commit through another handle (another connection, like another process) wakes the waiter."""
-    producer = store_factory().queue("q")
-    q = store.queue("q")
+    producer = store.queue("q")
+    q = waiter.queue("q")
     t = later(0.3, lambda: producer.enqueue({"from": "other"}))
     started = time.monotonic()
     h = q.claim("w", timeout=20)
@@ -52,8 +60,8 @@ def test_claim_woken_by_other_handle(store: alkstore.Store, store_factory: Calla
     assert time.monotonic() - started < 5
 
 
-def test_claim_wakes_for_delayed_job(store: alkstore.Store) -> None:
-    q = store.queue("q")
+def test_claim_wakes_for_delayed_job(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
     job_id = q.enqueue({}, delay=1)
     started = time.monotonic()
     h = q.claim("w", timeout=20)
@@ -61,8 +69,8 @@ def test_claim_wakes_for_delayed_job(store: alkstore.Store) -> None:
     assert time.monotonic() - started < 5
 
 
-def test_claim_batch_returns_when_any_claimable(store: alkstore.Store) -> None:
-    q = store.queue("q")
+def test_claim_batch_returns_when_any_claimable(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
     t = later(0.3, lambda: q.enqueue_many([1, 2]))
     started = time.monotonic()
     got = q.claim_batch("w", 50, timeout=20)
@@ -71,12 +79,33 @@ def test_claim_batch_returns_when_any_claimable(store: alkstore.Store) -> None:
     assert time.monotonic() - started < 5
 
 
-def test_close_interrupts_waiting_claim(store: alkstore.Store) -> None:
-    q = store.queue("q")
-    t = later(0.3, store.close)
+def test_claim_timeout_none_waits_for_a_job(waiter: alkstore.Store) -> None:
+    """`timeout=None` waits until a job arrives (SPEC §4.2), unlike the default, which never waits."""
+    q = waiter.queue("q")
+    t = later(0.5, lambda: q.enqueue({"late": True}))
+    h = q.claim("w", timeout=None)
+    t.join(10)
+    assert h is not None and h.payload == {"late": True}
+
+
+@pytest.mark.parametrize("timeout", [30, None])
+def test_close_interrupts_waiting_claim(waiter: alkstore.Store, timeout: float | None) -> None:
+    q = waiter.queue("q")
+    t = later(0.3, waiter.close)
     started = time.monotonic()
     with pytest.raises(alkstore.StoreClosed):
-        q.claim("w", timeout=None)
+        q.claim("w", timeout=timeout)
+    t.join(10)
+    assert time.monotonic() - started < 5
+
+
+def test_close_interrupts_jobs_iterator(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
+    t = later(0.3, waiter.close)
+    started = time.monotonic()
+    with pytest.raises(alkstore.StoreClosed):
+        for _ in q.jobs("w"):
+            pass
     t.join(10)
     assert time.monotonic() - started < 5
 
@@ -92,8 +121,8 @@ def test_stop_token_basics() -> None:
     assert stop.wait(0) is True
 
 
-def test_jobs_iterator_ends_on_stop(store: alkstore.Store) -> None:
-    q = store.queue("q")
+def test_jobs_iterator_ends_on_stop(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
     ids = q.enqueue_many([1, 2, 3])
     stop = alkstore.StopToken()
     seen = []
@@ -105,8 +134,8 @@ def test_jobs_iterator_ends_on_stop(store: alkstore.Store) -> None:
     assert seen == ids
 
 
-def test_aclaim(store: alkstore.Store) -> None:
-    q = store.queue("q")
+def test_aclaim(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
 
     async def main() -> tuple[alkstore.JobHandle | None, int]:
         ticks = 0
