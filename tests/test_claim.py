@@ -231,3 +231,49 @@ def test_claims_touch_only_their_queue(store: alkstore.Store) -> None:
     assert b.claim_batch("w", 10, timeout=0) == []
     h = a.claim("w")
     assert h is not None and h.id == a_id
+
+
+def test_lapsed_rows_reclaimed_in_priority_order(store: alkstore.Store) -> None:
+    """Reclaims follow the same order as fresh claims: priority first, not lease deadline."""
+    q = store.queue("q", visibility_timeout_s=10)
+    low = q.enqueue("low", priority=0)
+    assert q.claim("w") is not None  # low: the earlier deadline
+    store._advance_clock(3)
+    high = q.enqueue("high", priority=5)
+    assert q.claim("w") is not None  # high: the later deadline
+    store._advance_clock(20)  # both leases lapsed
+    first = q.claim("w2")
+    second = q.claim("w2")
+    assert first is not None and second is not None
+    assert (first.id, second.id) == (high, low)
+
+
+def test_lapsed_rows_reclaimed_in_run_at_order(store: alkstore.Store) -> None:
+    """Among equal priorities a lapsed row competes with its run_at, not its deadline."""
+    q = store.queue("q", visibility_timeout_s=10)
+    past = int(time.time()) - 1000
+    young = q.enqueue("young")
+    assert q.claim("w") is not None  # young: the earlier deadline
+    store._advance_clock(3)
+    old = q.enqueue("old", run_at=past)
+    assert q.claim("w") is not None  # old: the later deadline
+    store._advance_clock(20)
+    got = q.claim_batch("w2", 1)
+    assert [h.id for h in got] == [old]
+    rest = q.claim("w2")
+    assert rest is not None and rest.id == young
+
+
+def test_lapsed_and_pending_mixed_batch_order(store: alkstore.Store) -> None:
+    q = store.queue("q", visibility_timeout_s=10)
+    lapsed_low = q.enqueue("lapsed-low", priority=1)
+    assert q.claim("w") is not None
+    store._advance_clock(3)
+    lapsed_high = q.enqueue("lapsed-high", priority=9)
+    assert q.claim("w") is not None
+    store._advance_clock(20)
+    pending_mid = q.enqueue("pending-mid", priority=5)
+    got = q.claim_batch("w2", 2)
+    assert [h.id for h in got] == [lapsed_high, pending_mid]
+    rest = q.claim("w2")
+    assert rest is not None and rest.id == lapsed_low

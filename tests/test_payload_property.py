@@ -20,9 +20,7 @@ text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=5)
-    | st.tuples(inner, inner)
-    | st.dictionaries(text, inner, max_size=5),
+    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.dictionaries(text, inner, max_size=5),
     max_leaves=25,
 )
 

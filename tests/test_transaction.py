@@ -234,7 +234,7 @@ def test_bad_sql_is_database_error(store: alkstore.Store) -> None:
     with pytest.raises(alkstore.DatabaseError) as err:
         with store.transaction() as tx:
             tx.query("SELEKT nonsense")
-    assert err.value.code is not None
+    assert isinstance(err.value.code, str) and err.value.code
 
 
 def test_swallowed_error_dooms_the_tx(store: alkstore.Store, target: Target, orders: str) -> None:
@@ -306,3 +306,30 @@ def test_other_thread_may_open_its_own_tx(store: alkstore.Store) -> None:
     assert not t.is_alive()
     assert errors == []
     assert q.stats().pending == 2
+
+
+def test_ops_that_must_land_at_once_take_no_tx(store: alkstore.Store) -> None:
+    """Claims, heartbeats, release, sweeps and stats never run inside a caller's transaction."""
+    q = store.queue("q")
+    q.enqueue({})
+    h = q.claim("w")
+    assert h is not None
+    with store.transaction() as tx:
+        for call in (
+            lambda: h.heartbeat(tx=tx),  # type: ignore[call-arg]
+            lambda: h.release(tx=tx),  # type: ignore[call-arg]
+            lambda: q.claim("w", tx=tx),  # type: ignore[call-arg]
+            lambda: q.stats(tx=tx),  # type: ignore[call-arg]
+            lambda: q.sweep_expired(tx=tx),  # type: ignore[call-arg]
+        ):
+            with pytest.raises(TypeError):
+                call()
+    assert h.ack()
+
+
+def test_params_as_tuple(store: alkstore.Store, target: Target, orders: str) -> None:
+    with store.transaction() as tx:
+        assert (
+            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES ({target.ph(1)}, {target.ph(2)})", (7, "t")) == 1
+        )
+        assert tx.query(f"SELECT note FROM {orders} WHERE user_id = {target.ph(1)}", (7,)) == [{"note": "t"}]
