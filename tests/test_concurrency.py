@@ -76,12 +76,13 @@ def run_claimers(store: alkstore.Store, target: Target, tmp_path: Path, procs: i
     outs = [tmp_path / f"claimer-{i}.txt" for i in range(procs)]
     procs_ = [
         subprocess.Popen(
-            [sys.executable, str(HELPERS / "claimer.py"), *target.argv(), "work", str(out)],
+            # Half the workers claim one at a time, half in batches of 32.
+            [sys.executable, str(HELPERS / "claimer.py"), *target.argv(), "work", str(out), "1" if i % 2 else "32"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for out in outs
+        for i, out in enumerate(outs)
     ]
     try:
         for p in procs_:

@@ -127,6 +127,28 @@ def test_payload_too_large(store_factory: Callable[..., alkstore.Store]) -> None
     assert q.enqueue(1) > ok
 
 
+def test_default_payload_limit_is_one_mib(store: alkstore.Store) -> None:
+    q = store.queue("q")
+    limit = 1 << 20
+    fits = "x" * (limit - 2)  # plus two quotes: exactly 1 MiB of JSON text
+    job_id = q.enqueue(fits)
+    with pytest.raises(ValueError, match="max_payload_bytes"):
+        q.enqueue(fits + "x")
+    job = q.get_job(job_id)
+    assert job is not None and job.payload == fits
+    assert q.stats().pending == 1
+
+
+def test_enqueue_many_large_batch(store: alkstore.Store) -> None:
+    q = store.queue("q")
+    ids = q.enqueue_many([{"i": i} for i in range(10_000)])
+    assert len(ids) == len(set(ids)) == 10_000
+    assert ids == sorted(ids)
+    assert q.stats().pending == 10_000
+    last = q.get_job(ids[-1])
+    assert last is not None and last.payload == {"i": 9_999}
+
+
 def test_failed_enqueue_leaves_ids_increasing(store: alkstore.Store) -> None:
     q = store.queue("q")
     first = q.enqueue({"n": 1})

@@ -24,6 +24,9 @@ GOOD_NAMES = [
     pytest.param("_alkstore", id="near-prefix"),
     pytest.param("emails.high-prio:v2 ☃", id="punctuation-unicode"),
     pytest.param("x__alkstore", id="prefix-not-at-start"),
+    pytest.param('it\'s "quoted"; DROP TABLE x; --', id="sql-quotes"),
+    pytest.param("%s $1 ? :name \\", id="placeholders"),
+    pytest.param(" lead and trail ", id="spaces"),
 ]
 
 

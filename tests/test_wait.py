@@ -37,8 +37,9 @@ def test_claim_timeout_expires(store: alkstore.Store) -> None:
     assert 0.4 <= waited < 5
 
 
-def test_claim_woken_by_commit(waiter: alkstore.Store) -> None:
-    q = waiter.queue("q")
+@pytest.mark.parametrize("name", ["q", "x" * 200, 'it\'s "odd" ☃'], ids=["plain", "200-chars", "quotes"])
+def test_claim_woken_by_commit(waiter: alkstore.Store, name: str) -> None:
+    q = waiter.queue(name)
     t = later(0.3, lambda: q.enqueue({"wake": 1}))
     started = time.monotonic()
     h = q.claim("w", timeout=20)
