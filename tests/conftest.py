@@ -31,8 +31,12 @@ ADMIN_APP = "alkstore-test-admin"
 
 # Hypothesis: `fast` by default, `slow` (many more examples) for a nightly run.
 # No deadline: a single example opens a real database and its timing varies.
-settings.register_profile("fast", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("slow", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "fast", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "slow", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import alkstore
-from conftest import Target
+from tests.conftest import Target
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -44,16 +44,17 @@ def spawn(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
 
 def read_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
     """The helper's next stdout line, or a failure with its stderr."""
+    name = str(proc.args[1]) if isinstance(proc.args, list) else str(proc.args)
     assert proc.stdout is not None
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         if not sel.select(timeout):
-            pytest.fail(f"{proc.args[1]} printed nothing within {timeout}s")
+            pytest.fail(f"{name} printed nothing within {timeout}s")
     line = proc.stdout.readline()
     if not line:
         proc.wait(10)
         assert proc.stderr is not None
-        pytest.fail(f"{proc.args[1]} exited ({proc.returncode}) early: {proc.stderr.read()}")
+        pytest.fail(f"{name} exited ({proc.returncode}) early: {proc.stderr.read()}")
     return line.strip()
 
 
@@ -77,7 +78,14 @@ def run_claimers(store: alkstore.Store, target: Target, tmp_path: Path, procs: i
     procs_ = [
         subprocess.Popen(
             # Half the workers claim one at a time, half in batches of 32.
-            [sys.executable, str(HELPERS / "claimer.py"), *target.argv(), "work", str(out), "1" if i % 2 else "32"],
+            [
+                sys.executable,
+                str(HELPERS / "claimer.py"),
+                *target.argv(),
+                "work",
+                str(out),
+                "1" if i % 2 else "32",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -130,7 +138,7 @@ def test_threads_share_one_store(store: alkstore.Store) -> None:
             while (h := q.claim(f"t{slot}")) is not None:
                 assert h.ack()
                 claimed[slot].append(h.id)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
@@ -157,7 +165,7 @@ def test_threads_claim_batches(store: alkstore.Store) -> None:
                 assert q.ack_batch(batch) == len(batch)
                 with lock:
                     claimed.extend(h.id for h in batch)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]

@@ -60,7 +60,7 @@ def test_payload_lone_surrogate(store: alkstore.Store) -> None:
 
 
 def test_payload_many_round_trip(store: alkstore.Store) -> None:
-    payloads = [p.values[0] for p in ROUND_TRIP]
+    payloads: list[Any] = [p.values[0] for p in ROUND_TRIP]
     q = store.queue("q")
     ids = q.enqueue_many(payloads)
     assert len(ids) == len(payloads)
@@ -152,7 +152,8 @@ def test_enqueue_many_large_batch(store: alkstore.Store) -> None:
 def test_failed_enqueue_leaves_ids_increasing(store: alkstore.Store) -> None:
     q = store.queue("q")
     first = q.enqueue({"n": 1})
-    for bad in ({1, 2}, math.nan, b"x"):
+    bads: list[Any] = [{1, 2}, math.nan, b"x"]
+    for bad in bads:
         with pytest.raises((TypeError, ValueError)):
             q.enqueue(bad)
     second = q.enqueue({"n": 2})
@@ -212,7 +213,15 @@ def ready_after(q: alkstore.Queue, job_id: int) -> timedelta:
 
 @pytest.mark.parametrize(
     ("delay", "seconds"),
-    [(0, 0), (5, 5), (0.2, 1), (1.5, 2), (2.0, 2), (timedelta(seconds=30), 30), (timedelta(milliseconds=1), 1)],
+    [
+        (0, 0),
+        (5, 5),
+        (0.2, 1),
+        (1.5, 2),
+        (2.0, 2),
+        (timedelta(seconds=30), 30),
+        (timedelta(milliseconds=1), 1),
+    ],
     ids=["zero", "int", "0.2-up", "1.5-up", "2.0", "timedelta", "timedelta-ms"],
 )
 def test_delay(store: alkstore.Store, delay: Any, seconds: int) -> None:
@@ -278,7 +287,9 @@ def test_bad_delay(store: alkstore.Store, delay: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("expires", "seconds"), [(10, 10), (0.5, 1), (timedelta(minutes=2), 120)], ids=["int", "float-up", "timedelta"]
+    ("expires", "seconds"),
+    [(10, 10), (0.5, 1), (timedelta(minutes=2), 120)],
+    ids=["int", "float-up", "timedelta"],
 )
 def test_expires(store: alkstore.Store, expires: Any, seconds: int) -> None:
     q = store.queue("q")

@@ -293,9 +293,8 @@ def test_with_retries_on_exception(store: alkstore.Store) -> None:
     q = store.queue("q", max_attempts=3, backoff_base_s=0)
     job_id = q.enqueue({})
     h = claim_one(q)
-    with pytest.raises(KeyError):
-        with h:
-            raise KeyError("missing")
+    with pytest.raises(KeyError), h:
+        raise KeyError("missing")
     job = q.get_job(job_id)
     assert job is not None and (job.state, job.attempts) == ("pending", 1)
 
@@ -305,9 +304,8 @@ def test_with_records_repr_of_exception(store: alkstore.Store) -> None:
     job_id = q.enqueue({})
     h = claim_one(q)
     exc = RuntimeError("went 'wrong'")
-    with pytest.raises(RuntimeError) as raised:
-        with h:
-            raise exc
+    with pytest.raises(RuntimeError) as raised, h:
+        raise exc
     assert raised.value is exc
     job = q.get_job(job_id)
     assert job is not None

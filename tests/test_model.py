@@ -23,10 +23,16 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 import alkstore
-from conftest import PG_URL, drop_schema, new_schema_name, require_postgres
+from tests.conftest import PG_URL, drop_schema, new_schema_name, require_postgres
 
 VT = 1500
 STEP = 1000
@@ -165,7 +171,9 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     self.to_dead(self.jobs[i], "attempts exhausted")
                 else:
                     assert job.state == "processing"
-                    assert len(ids) == n or self.jobs[i].expired(self.t), "a claim left an exhausted row behind"
+                    assert len(ids) == n or self.jobs[i].expired(self.t), (
+                        "a claim left an exhausted row behind"
+                    )
 
         @precondition(lambda self: self.handles)
         @rule(i=st.integers(0, 10**6))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import alkstore
-from conftest import PG_URL, Target, drop_schema, new_schema_name, require_postgres
+from tests.conftest import PG_URL, Target, drop_schema, new_schema_name, require_postgres
 
 # --- accepted SQLite forms -------------------------------------------------
 
@@ -172,7 +172,7 @@ def test_concurrent_first_open(target: Target) -> None:
     def open_one() -> None:
         try:
             s = target.open()
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             with lock:
                 errors.append(exc)
         else:
@@ -239,6 +239,6 @@ def test_pathlike_is_fspath(tmp_path: Path) -> None:
         def __fspath__(self) -> str:
             return os.fspath(tmp_path / "p.db")
 
-    with alkstore.open(P()) as store:  # type: ignore[arg-type]
+    with alkstore.open(P()) as store:
         _roundtrip(store)
     assert (tmp_path / "p.db").exists()

@@ -10,17 +10,20 @@ import json
 import uuid
 from typing import Any
 
-import alkstore
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import alkstore
 
 # Lone surrogates are left out: tests/test_enqueue.py covers them on their own.
 text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | text
 json_values = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.dictionaries(text, inner, max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=5) | st.tuples(inner, inner) | st.dictionaries(text, inner, max_size=5)
+    ),
     max_leaves=25,
 )
 

@@ -8,12 +8,13 @@ names this test's unique schema.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
 
 import alkstore
-from conftest import Target, drop_schema, pg_admin_connect
+from tests.conftest import Target, drop_schema, pg_admin_connect
 
 
 @pytest.fixture
@@ -31,13 +32,12 @@ def terminate(pid: int) -> None:
 def test_terminated_tx_backend_raises_connection_lost(store: alkstore.Store) -> None:
     q = store.queue("q")
     kept = q.enqueue({"committed": True})
-    with pytest.raises(alkstore.ConnectionLost):
-        with store.transaction() as tx:
-            lost = q.enqueue({"in": "tx"}, tx=tx)
-            pid = tx.query("SELECT pg_backend_pid()::bigint AS pid")[0]["pid"]
-            assert isinstance(pid, int)
-            terminate(pid)
-            tx.execute("SELECT 1")
+    with pytest.raises(alkstore.ConnectionLost), store.transaction() as tx:
+        lost = q.enqueue({"in": "tx"}, tx=tx)
+        pid = tx.query("SELECT pg_backend_pid()::bigint AS pid")[0]["pid"]
+        assert isinstance(pid, int)
+        terminate(pid)
+        tx.execute("SELECT 1")
     # the next plain calls work on a fresh connection
     after = q.enqueue({"after": True})
     assert q.get_job(lost) is None
@@ -49,10 +49,9 @@ def test_terminated_tx_backend_raises_connection_lost(store: alkstore.Store) -> 
 
 
 def test_connection_lost_is_database_error(store: alkstore.Store) -> None:
-    with pytest.raises(alkstore.DatabaseError):
-        with store.transaction() as tx:
-            terminate(tx.query("SELECT pg_backend_pid()::bigint AS pid")[0]["pid"])
-            tx.query("SELECT 1 AS one")
+    with pytest.raises(alkstore.DatabaseError), store.transaction() as tx:
+        terminate(tx.query("SELECT pg_backend_pid()::bigint AS pid")[0]["pid"])
+        tx.query("SELECT 1 AS one")
     store.queue("q").enqueue({})
 
 
@@ -69,10 +68,8 @@ def test_terminated_pool_recovers(store: alkstore.Store, target: Target) -> None
         ).fetchall()
     if not rows:
         pytest.skip("no backend's last query names the test schema, so none can be safely terminated")
-    try:
-        q.stats()
-    except alkstore.ConnectionLost:
-        pass  # the in-flight call may fail; the next must not
+    with contextlib.suppress(alkstore.ConnectionLost):
+        q.stats()  # the in-flight call may fail; the next must not
     assert q.stats().pending == 5
     claimed = []
     while (h := q.claim("w")) is not None:
@@ -90,9 +87,8 @@ def test_terminated_pool_recovers(store: alkstore.Store, target: Target) -> None
     ],
 )
 def test_database_error_has_sqlstate(store: alkstore.Store, sql: str, code: str) -> None:
-    with pytest.raises(alkstore.DatabaseError) as err:
-        with store.transaction() as tx:
-            tx.query(sql)
+    with pytest.raises(alkstore.DatabaseError) as err, store.transaction() as tx:
+        tx.query(sql)
     assert err.value.code == code
 
 
@@ -100,9 +96,8 @@ def test_unique_violation_sqlstate(store: alkstore.Store, target: Target) -> Non
     table = target.table("u")
     with store.transaction() as tx:
         tx.execute(f"CREATE TABLE {table} (k text PRIMARY KEY)")
-    with pytest.raises(alkstore.DatabaseError) as err:
-        with store.transaction() as tx:
-            tx.execute(f"INSERT INTO {table} VALUES ($1), ($1)", ["dup"])
+    with pytest.raises(alkstore.DatabaseError) as err, store.transaction() as tx:
+        tx.execute(f"INSERT INTO {table} VALUES ($1), ($1)", ["dup"])
     assert err.value.code == "23505"
 
 
@@ -114,11 +109,14 @@ def test_payload_text_keeps_key_order(store: alkstore.Store, target: Target) -> 
     assert job is not None
     assert json.dumps(job.payload) == json.dumps(payload)
     with pg_admin_connect() as conn:
-        row = conn.execute(f'SELECT payload::text FROM "{target.schema}".jobs WHERE id = %s', [job_id]).fetchone()
+        row = conn.execute(
+            f'SELECT payload::text FROM "{target.schema}".jobs WHERE id = %s', [job_id]
+        ).fetchone()
     assert row is not None, "ADR 0001: live rows are in <schema>.jobs"
-    pairs = json.loads(row[0], object_pairs_hook=lambda kv: [k for k, _ in kv])
-    assert pairs[:2] == ["b", "a"]
-    assert json.loads(row[0]) == json.loads(json.dumps(payload))
+    stored = str(row[0])
+    keys = json.loads(stored, object_pairs_hook=lambda kv: [k for k, _ in kv])
+    assert keys == ["b", "a", "nested"]
+    assert json.loads(stored) == json.loads(json.dumps(payload))
 
 
 def test_engine_tables_live_in_own_schema(store: alkstore.Store, target: Target) -> None:
@@ -127,7 +125,7 @@ def test_engine_tables_live_in_own_schema(store: alkstore.Store, target: Target)
             rows = conn.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", [target.schema]
             ).fetchall()
-        return {r[0] for r in rows}
+        return {str(r[0]) for r in rows}
 
     before = tables()
     assert {"jobs", "dead", "meta"} <= before, before
@@ -140,14 +138,18 @@ def test_newer_schema_version_refused(target: Target) -> None:
     with target.open() as store:
         store.queue("q").enqueue({})
     with pg_admin_connect() as conn:
-        n = conn.execute(f"UPDATE \"{target.schema}\".meta SET value = '999999' WHERE key = 'schema_version'").rowcount
+        n = conn.execute(
+            f"UPDATE \"{target.schema}\".meta SET value = '999999' WHERE key = 'schema_version'"
+        ).rowcount
     assert n == 1, "ADR 0001: <schema>.meta holds the schema_version row"
-    with pytest.raises(alkstore.DatabaseError, match="(?i)newer|version"):
+    with pytest.raises(alkstore.DatabaseError, match=r"(?i)newer|version"):
         target.open()
 
 
 def test_two_schemas_are_isolated(store: alkstore.Store, target: Target) -> None:
-    other = Target("postgres", target.location, target.schema + "_b")  # type: ignore[operator]
+    assert target.schema is not None
+    other_schema = target.schema + "_b"
+    other = Target("postgres", target.location, other_schema)
     try:
         with other.open() as second:
             second.queue("q").enqueue({"other": True})
@@ -155,4 +157,4 @@ def test_two_schemas_are_isolated(store: alkstore.Store, target: Target) -> None
             assert q.stats().pending == 0
             assert q.claim("w") is None
     finally:
-        drop_schema(other.schema)  # type: ignore[arg-type]
+        drop_schema(other_schema)

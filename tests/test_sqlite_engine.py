@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import alkstore
-from conftest import Target
+from tests.conftest import Target
 
 
 @pytest.fixture
@@ -85,11 +85,13 @@ def test_newer_schema_version_refused(target: Target) -> None:
     conn = sqlite3.connect(target.location)
     try:
         with conn:
-            n = conn.execute("UPDATE __alkstore_meta SET value = '999999' WHERE key = 'schema_version'").rowcount
+            n = conn.execute(
+                "UPDATE __alkstore_meta SET value = '999999' WHERE key = 'schema_version'"
+            ).rowcount
     finally:
         conn.close()
     assert n == 1, "ADR 0001: __alkstore_meta holds the schema_version row"
-    with pytest.raises(alkstore.DatabaseError, match="(?i)newer|version"):
+    with pytest.raises(alkstore.DatabaseError, match=r"(?i)newer|version"):
         target.open()
 
 

@@ -146,7 +146,7 @@ def test_concurrent_sweeps_never_double_count(store_factory: Callable[..., alkst
                 got = q.sweep_expired()
                 with lock:
                     totals.append(got.expired)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             with lock:
                 errors.append(exc)
 

@@ -13,14 +13,18 @@ from collections.abc import Iterator
 import pytest
 
 import alkstore
-from conftest import Target
+from tests.conftest import Target
 
 
 @pytest.fixture
 def orders(store: alkstore.Store, target: Target) -> Iterator[str]:
     """A committed user table `orders(id, user_id, note)`."""
     name = target.table("orders")
-    idcol = "INTEGER PRIMARY KEY" if target.engine == "sqlite" else "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    idcol = (
+        "INTEGER PRIMARY KEY"
+        if target.engine == "sqlite"
+        else "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    )
     with store.transaction() as tx:
         tx.execute(f"CREATE TABLE {name} (id {idcol}, user_id bigint NOT NULL, note text UNIQUE)")
     yield name
@@ -57,12 +61,11 @@ def test_exception_rolls_back_everything(store: alkstore.Store, target: Target, 
     class Boom(Exception):
         pass
 
-    with pytest.raises(Boom):
-        with store.transaction() as tx:
-            tx.execute(f"INSERT INTO {orders} (user_id) VALUES ({target.ph(1)})", [1])
-            q.enqueue({"a": 1}, tx=tx)
-            q.enqueue_many([{"b": 1}, {"b": 2}], tx=tx)
-            raise Boom
+    with pytest.raises(Boom), store.transaction() as tx:
+        tx.execute(f"INSERT INTO {orders} (user_id) VALUES ({target.ph(1)})", [1])
+        q.enqueue({"a": 1}, tx=tx)
+        q.enqueue_many([{"b": 1}, {"b": 2}], tx=tx)
+        raise Boom
     assert count(store, orders) == 0
     s = q.stats()
     assert (s.pending, s.scheduled, s.processing, s.dead) == (0, 0, 0, 0)
@@ -73,7 +76,8 @@ def test_execute_rowcount(store: alkstore.Store, target: Target, orders: str) ->
     p = target.ph
     with store.transaction() as tx:
         n = tx.execute(
-            f"INSERT INTO {orders} (user_id, note) VALUES ({p(1)}, 'a'), ({p(2)}, 'b'), ({p(3)}, 'c')", [1, 1, 2]
+            f"INSERT INTO {orders} (user_id, note) VALUES ({p(1)}, 'a'), ({p(2)}, 'b'), ({p(3)}, 'c')",
+            [1, 1, 2],
         )
         assert n == 3
         assert tx.execute(f"UPDATE {orders} SET user_id = 9 WHERE user_id = {p(1)}", [1]) == 2
@@ -137,14 +141,13 @@ def test_tx_ops_roll_back(store: alkstore.Store) -> None:
     q = store.queue("q", max_attempts=5)
     ids = q.enqueue_many(list("abcde"))
     ha, hb, hc, hd, he = q.claim_batch("w", 5)
-    with pytest.raises(RuntimeError):
-        with store.transaction() as tx:
-            assert ha.ack(tx=tx)
-            assert q.ack_batch([hb], tx=tx) == 1
-            assert hc.retry("again", delay=0, tx=tx)
-            assert hd.fail("bad", tx=tx)
-            assert q.cancel(he.id, tx=tx)
-            raise RuntimeError("abort")
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        assert ha.ack(tx=tx)
+        assert q.ack_batch([hb], tx=tx) == 1
+        assert hc.retry("again", delay=0, tx=tx)
+        assert hd.fail("bad", tx=tx)
+        assert q.cancel(he.id, tx=tx)
+        raise RuntimeError("abort")
     for job_id in ids:
         job = q.get_job(job_id)
         assert job is not None and job.state == "processing"
@@ -156,9 +159,8 @@ def test_nested_transaction_refused(store: alkstore.Store) -> None:
     q = store.queue("q")
     with store.transaction() as tx:
         job_id = q.enqueue({}, tx=tx)
-        with pytest.raises(alkstore.TransactionError):
-            with store.transaction():
-                pass
+        with pytest.raises(alkstore.TransactionError), store.transaction():
+            pass
         assert q.get_job(job_id, tx=tx) is not None  # the outer tx is still usable
     assert q.get_job(job_id) is not None
 
@@ -209,9 +211,8 @@ def test_tx_after_block_is_closed(store: alkstore.Store) -> None:
 
 def test_tx_after_rollback_is_closed(store: alkstore.Store) -> None:
     q = store.queue("q")
-    with pytest.raises(ZeroDivisionError):
-        with store.transaction() as tx:
-            1 / 0  # noqa: B018
+    with pytest.raises(ZeroDivisionError), store.transaction() as tx:
+        1 / 0  # noqa: B018
     with pytest.raises(alkstore.TransactionClosed):
         q.enqueue({}, tx=tx)
 
@@ -219,11 +220,10 @@ def test_tx_after_rollback_is_closed(store: alkstore.Store) -> None:
 def test_failing_sql_raises_and_rolls_back(store: alkstore.Store, target: Target, orders: str) -> None:
     q = store.queue("q")
     p1 = target.ph(1)
-    with pytest.raises(alkstore.DatabaseError) as err:
-        with store.transaction() as tx:
-            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (1, {p1})", ["dup"])
-            q.enqueue({"lost": True}, tx=tx)
-            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (2, {p1})", ["dup"])  # UNIQUE
+    with pytest.raises(alkstore.DatabaseError) as err, store.transaction() as tx:
+        tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (1, {p1})", ["dup"])
+        q.enqueue({"lost": True}, tx=tx)
+        tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (2, {p1})", ["dup"])  # UNIQUE
     assert err.value.code is not None
     assert not isinstance(err.value, alkstore.ConnectionLost)
     assert count(store, orders) == 0
@@ -231,24 +231,22 @@ def test_failing_sql_raises_and_rolls_back(store: alkstore.Store, target: Target
 
 
 def test_bad_sql_is_database_error(store: alkstore.Store) -> None:
-    with pytest.raises(alkstore.DatabaseError) as err:
-        with store.transaction() as tx:
-            tx.query("SELEKT nonsense")
+    with pytest.raises(alkstore.DatabaseError) as err, store.transaction() as tx:
+        tx.query("SELEKT nonsense")
     assert isinstance(err.value.code, str) and err.value.code
 
 
 def test_swallowed_error_dooms_the_tx(store: alkstore.Store, target: Target, orders: str) -> None:
     q = store.queue("q")
-    with pytest.raises(alkstore.TransactionError):
-        with store.transaction() as tx:
-            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (1, 'kept?')")
-            q.enqueue({"lost": True}, tx=tx)
-            with pytest.raises(alkstore.DatabaseError):
-                tx.execute("INSERT INTO no_such_table_anywhere VALUES (1)")
-            with pytest.raises(alkstore.TransactionError):
-                tx.execute("SELECT 1")
-            with pytest.raises(alkstore.TransactionError):
-                q.enqueue({}, tx=tx)
+    with pytest.raises(alkstore.TransactionError), store.transaction() as tx:
+        tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (1, 'kept?')")
+        q.enqueue({"lost": True}, tx=tx)
+        with pytest.raises(alkstore.DatabaseError):
+            tx.execute("INSERT INTO no_such_table_anywhere VALUES (1)")
+        with pytest.raises(alkstore.TransactionError):
+            tx.execute("SELECT 1")
+        with pytest.raises(alkstore.TransactionError):
+            q.enqueue({}, tx=tx)
     assert count(store, orders) == 0
     assert q.stats().pending == 0
     q.enqueue({"after": True})
@@ -268,7 +266,7 @@ def test_other_thread_uses_store_during_tx(store: alkstore.Store) -> None:
             results["read_before_commit"] = not committing.is_set()
             results["get"] = got
             results["own"] = q.enqueue({"from": "thread"})
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     with store.transaction() as tx:
@@ -294,7 +292,7 @@ def test_other_thread_may_open_its_own_tx(store: alkstore.Store) -> None:
         try:
             with store.transaction() as tx2:
                 q.enqueue({"t": 2}, tx=tx2)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     t = threading.Thread(target=other)
@@ -330,6 +328,9 @@ def test_ops_that_must_land_at_once_take_no_tx(store: alkstore.Store) -> None:
 def test_params_as_tuple(store: alkstore.Store, target: Target, orders: str) -> None:
     with store.transaction() as tx:
         assert (
-            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES ({target.ph(1)}, {target.ph(2)})", (7, "t")) == 1
+            tx.execute(
+                f"INSERT INTO {orders} (user_id, note) VALUES ({target.ph(1)}, {target.ph(2)})", (7, "t")
+            )
+            == 1
         )
         assert tx.query(f"SELECT note FROM {orders} WHERE user_id = {target.ph(1)}", (7,)) == [{"note": "t"}]

@@ -13,8 +13,9 @@ import threading
 import time
 from collections.abc import Callable
 
-import alkstore
 import pytest
+
+import alkstore
 
 
 @pytest.fixture
@@ -24,7 +25,11 @@ def waiter(store_factory: Callable[..., alkstore.Store]) -> alkstore.Store:
 
 
 def later(seconds: float, fn: Callable[[], object]) -> threading.Thread:
-    t = threading.Thread(target=lambda: (time.sleep(seconds), fn()))
+    def run() -> None:
+        time.sleep(seconds)
+        fn()
+
+    t = threading.Thread(target=run)
     t.start()
     return t
 
@@ -113,11 +118,15 @@ def test_close_interrupts_jobs_iterator(waiter: alkstore.Store) -> None:
 
 def test_stop_token_basics() -> None:
     stop = alkstore.StopToken()
-    assert stop.stopped is False
+
+    def stopped() -> bool:
+        return stop.stopped
+
+    assert stopped() is False
     assert stop.wait(0.05) is False
     later(0.1, stop.stop)
     assert stop.wait(10) is True
-    assert stop.stopped is True
+    assert stopped() is True
     stop.stop()  # idempotent
     assert stop.wait(0) is True
 
