@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
+import time
+from collections.abc import Callable
 
 import pytest
 
@@ -158,3 +161,48 @@ def test_two_schemas_are_isolated(store: alkstore.Store, target: Target) -> None
             assert q.claim("w") is None
     finally:
         drop_schema(other_schema)
+
+
+def test_listen_false_polls(store_factory: Callable[..., alkstore.Store]) -> None:
+    """`listen=False` (PgBouncer transaction mode) still finds new work, by polling."""
+    waiter = store_factory(listen=False, poll_interval_s=0.2)
+    producer = store_factory()
+    q = waiter.queue("q")
+
+    def produce() -> None:
+        time.sleep(0.3)
+        producer.queue("q").enqueue({"polled": True})
+
+    t = threading.Thread(target=produce)
+    t.start()
+    started = time.monotonic()
+    h = q.claim("w", timeout=20)
+    t.join(10)
+    assert h is not None and h.payload == {"polled": True}
+    assert time.monotonic() - started < 5
+
+
+def test_small_pool_serves_many_threads(store_factory: Callable[..., alkstore.Store]) -> None:
+    store = store_factory(pool_size=2)
+    q = store.queue("q", visibility_timeout_s=600)
+    ids = q.enqueue_many([{"n": n} for n in range(300)])
+    seen: list[int] = []
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            while (h := q.claim("w")) is not None:
+                assert h.ack()
+                with lock:
+                    seen.append(h.id)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    assert sorted(seen) == ids
