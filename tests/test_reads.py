@@ -43,6 +43,7 @@ def test_job_repr_and_frozen(store: alkstore.Store) -> None:
     assert str(job_id) in text and "reprq" in text and "pending" in text
     with pytest.raises((AttributeError, dataclasses.FrozenInstanceError)):
         job.state = "dead"  # type: ignore[misc]
+    assert q.get_job(job_id) == job  # compared by value, like a dataclass
 
 
 def test_dead_row_keeps_fields(store: alkstore.Store) -> None:

@@ -21,7 +21,7 @@ def test_expired_pending_and_processing_go_dead(store: alkstore.Store) -> None:
     assert h is not None and h.id == held
     assert swept(q.sweep_expired()) == (0, 0)
     store._advance_clock(60)
-    assert swept(q.sweep_expired()) == (2, 0)
+    assert q.sweep_expired() == alkstore.Swept(expired=2, purged=0)
     for job_id in (held, waiting):
         job = q.get_job(job_id)
         assert job is not None
