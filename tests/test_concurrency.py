@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -212,3 +213,44 @@ def test_killed_writer_leaves_nothing(store: alkstore.Store, target: Target) -> 
     job_id = q.enqueue({"after": "crash"})
     h = q.claim("w")
     assert h is not None and h.id == job_id
+
+
+def test_processes_open_a_fresh_target_at_once(target: Target) -> None:
+    """The first open creates the tables; several processes doing it at once must all succeed."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(HELPERS / "opener.py"), *target.argv(), "q"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    ids = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+            ids.append(int(out.strip()))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    assert len(set(ids)) == 4
+    with target.open() as store:
+        assert store.queue("q").stats().pending == 4
+
+
+def test_ctrl_c_interrupts_a_waiting_claim(target: Target) -> None:
+    with target.open():
+        pass  # create the tables first, so the helper only waits
+    with spawn("waiter.py", *target.argv(), "empty") as proc:
+        assert read_line(proc) == "waiting"
+        time.sleep(0.3)  # let it enter the wait
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        assert read_line(proc, timeout=10) == "interrupted"
+        proc.wait(10)
+        assert proc.returncode == 130
+        assert time.monotonic() - started < 5

@@ -165,3 +165,31 @@ def test_aclaim(waiter: alkstore.Store) -> None:
     h, ticks = asyncio.run(main())
     assert h is not None and h.payload == {"async": True}
     assert ticks >= 5  # the event loop kept running while the claim waited
+
+
+def test_async_for_jobs(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
+    ids = q.enqueue_many([1, 2, 3])
+    stop = alkstore.StopToken()
+
+    async def main() -> list[int]:
+        seen = []
+        async for h in q.jobs("w", stop=stop):
+            seen.append(h.id)
+            assert h.ack()
+            if len(seen) == 3:
+                stop.stop()
+        return seen
+
+    assert asyncio.run(main()) == ids
+
+
+def test_aclaim_batch(waiter: alkstore.Store) -> None:
+    q = waiter.queue("q")
+    ids = q.enqueue_many([1, 2, 3])
+
+    async def main() -> list[alkstore.JobHandle]:
+        return await q.aclaim_batch("w", 10, timeout=5)
+
+    got = asyncio.run(main())
+    assert [h.id for h in got] == ids
