@@ -137,3 +137,27 @@ def test_visibility_timeout_rounds_up(store: alkstore.Store) -> None:
     handle = q.claim("w")
     assert handle is not None
     assert (handle.deadline - handle.claimed_at).total_seconds() == 2
+
+
+@pytest.mark.parametrize(
+    ("mine", "other"),
+    [
+        ("ab", "a%"),
+        ("ab", "a_"),
+        ("q", "Q"),
+        ("q", "q "),
+        ("é", "e\u0301"),
+        ("x", "x\u200b"),
+    ],
+    ids=["percent", "underscore", "case", "trailing-space", "unicode-normal-form", "zero-width"],
+)
+def test_queue_names_compare_exactly(store: alkstore.Store, mine: str, other: str) -> None:
+    """Names are exact strings: no wildcard, case, padding or Unicode folding between queues."""
+    a, b = store.queue(mine), store.queue(other)
+    job_id = a.enqueue({})
+    assert b.claim("w") is None
+    assert b.get_job(job_id) is None
+    assert b.cancel(job_id) is False
+    assert b.stats().pending == 0
+    h = a.claim("w")
+    assert h is not None and h.id == job_id and h.queue == mine
