@@ -15,6 +15,7 @@ and a lapsed exhausted row may be moved to dead by any claim.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -67,6 +68,10 @@ class MJob:
 
     def key(self) -> tuple[int, int]:
         return (-self.priority, self.run_at)
+
+
+class Rollback(Exception):
+    """Raised inside a transaction block to make it roll back."""
 
 
 @dataclass
@@ -242,6 +247,70 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
         def advance(self, k: int) -> None:
             self.store._advance_clock(k * STEP)
             self.t += k * STEP
+
+        @precondition(lambda self: self.jobs)
+        @rule(
+            ops=st.lists(
+                st.tuples(
+                    st.sampled_from(["enqueue", "ack", "retry", "fail", "cancel"]), st.integers(0, 10**6)
+                ),
+                min_size=1,
+                max_size=4,
+            ),
+            commit=st.booleans(),
+        )
+        def in_transaction(self, ops: list[tuple[str, int]], commit: bool) -> None:
+            """Transactional completion: the ops land together on commit, not at all on rollback."""
+            saved = copy.deepcopy(self.jobs)
+            try:
+                with self.store.transaction() as tx:
+                    for op, i in ops:
+                        self._tx_op(tx, op, i)
+                    for j in self.jobs.values():
+                        row = self.q.get_job(j.id, tx=tx)
+                        assert (row is None) == (j.state == "gone"), (j, row)
+                        assert row is None or row.state == j.state, (j, row)
+                    if not commit:
+                        raise Rollback
+            except Rollback:
+                self.jobs = saved
+
+        def _tx_op(self, tx: alkstore.Transaction, op: str, i: int) -> None:
+            if op == "enqueue":
+                job_id = self.q.enqueue({"tx": i}, tx=tx)
+                assert job_id not in self.jobs
+                self.jobs[job_id] = MJob(
+                    id=job_id, priority=0, max_attempts=3, run_at=self.t, expires_at=None
+                )
+                return
+            if op == "cancel":
+                ids = sorted(self.jobs)
+                j = self.jobs[ids[i % len(ids)]]
+                expect = j.state in ("pending", "processing")
+                assert self.q.cancel(j.id, tx=tx) is expect
+                if expect:
+                    j.state = "gone"
+                return
+            if not self.handles:
+                return
+            mh = self.pick(i)
+            expect = self.valid(mh)
+            j = self.jobs[mh.job_id]
+            err = f"tx-{op}-{next(self.errors)}"
+            if op == "ack":
+                assert mh.handle.ack(tx=tx) is expect
+                if expect:
+                    j.state = "gone"
+            elif op == "fail":
+                assert mh.handle.fail(err, tx=tx) is expect
+                if expect:
+                    self.to_dead(j, err)
+            else:
+                assert mh.handle.retry(err, delay=0, tx=tx) is expect
+                if expect and j.attempts >= j.max_attempts:
+                    self.to_dead(j, err)
+                elif expect:
+                    j.state, j.run_at = "pending", self.t
 
         @rule()
         def sweep(self) -> None:
