@@ -373,3 +373,26 @@ def test_ids_never_reused(store_factory: Callable[..., alkstore.Store]) -> None:
     store.close()
     reopened = store_factory()
     assert reopened.queue("q").enqueue(4) > after
+
+
+def test_ids_not_reused_after_every_row_is_gone(store_factory: Callable[..., alkstore.Store]) -> None:
+    """Acked, cancelled, dead-then-purged: with both tables empty, new ids still climb."""
+    store = store_factory()
+    q = store.queue("q", dead_letter_retention_s=0)
+    acked, cancelled, purged = q.enqueue_many(["a", "c", "p"])
+    ha, _hc, hp = q.claim_batch("w", 3)
+    assert ha.id == acked and hp.id == purged
+    assert ha.ack()
+    assert q.cancel(cancelled)
+    assert hp.fail("dies")
+    store._advance_clock(5)
+    assert q.sweep_expired().purged == 1
+    assert q.get_job(purged) is None
+    s = q.stats()
+    assert (s.pending, s.processing, s.dead) == (0, 0, 0)
+    nxt = q.enqueue("next")
+    assert nxt > purged
+    assert q.cancel(nxt)
+    store.close()
+    reopened = store_factory().queue("q", dead_letter_retention_s=0)
+    assert reopened.enqueue("after reopen") > nxt
