@@ -20,6 +20,7 @@ ROUND_TRIP = [
     pytest.param({"quote": '"\\/\b\f\n\r\t', "nul": "a\x00b"}, id="escapes"),
     pytest.param({"big": 10**30, "neg": -(10**30), "i64": 2**63 - 1}, id="big-ints"),
     pytest.param({"f": [1.0, 0.1, 1e100, -0.0, 2.5e-300, 123456789.125]}, id="floats"),
+    pytest.param([5e-324, 1.7976931348623157e308, 1e16, 1.23e-18, -1e-7], id="float-extremes"),
     pytest.param((1, "two", (3.0, None)), id="tuple-to-list"),
     pytest.param([True, False, None, 0, 1], id="bool-none-int"),
     pytest.param("just a string", id="str"),
@@ -86,7 +87,11 @@ BAD_TYPE = [
     pytest.param({"ok": {(1, 2): "a"}}, id="nested-tuple-key"),
     pytest.param([{None: 1}], id="none-key"),
 ]
+_cycle: list[Any] = []
+_cycle.append(_cycle)
+
 BAD_VALUE = [
+    pytest.param(_cycle, id="cycle"),
     pytest.param(math.nan, id="nan"),
     pytest.param({"x": math.inf}, id="inf"),
     pytest.param([1, [-math.inf]], id="neg-inf"),

@@ -372,3 +372,42 @@ def test_ack_batch_duplicates_count_once(store: alkstore.Store) -> None:
 )
 def test_backoff_range(attempt: int, base: float, expected: tuple[int, int]) -> None:
     assert alkstore.backoff_range(attempt, base) == expected
+
+
+# --- error texts ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    ["", "plain", "ünïcødé ☃ 𝄞", "x" * 20_000, "multi\nline\ttext", "quote ' and \" and \\"],
+    ids=["empty", "plain", "unicode", "long", "whitespace", "quotes"],
+)
+def test_last_error_round_trips(store: alkstore.Store, error: str) -> None:
+    q = store.queue("q", max_attempts=1)
+    failed, retried = q.enqueue_many([1, 2])
+    h1, h2 = q.claim_batch("w", 2)
+    assert h1.fail(error) is True
+    assert h2.retry(error) is True  # at budget: dead with this error
+    for job_id in (failed, retried):
+        job = q.get_job(job_id)
+        assert job is not None and job.state == "dead" and job.last_error == error
+
+
+@pytest.mark.parametrize("op", ["fail", "retry-at-budget"])
+def test_nul_in_error_is_stored_or_refused_cleanly(store: alkstore.Store, op: str) -> None:
+    """A NUL in an error text must not surface as a DatabaseError (Postgres text cannot hold
+    NUL): either it is stored as given, or it is a plain ValueError that changes nothing."""
+    q = store.queue("q", max_attempts=1)
+    job_id = q.enqueue({})
+    h = claim_one(q)
+    error = "before\x00after"
+    try:
+        landed = h.fail(error) if op == "fail" else h.retry(error)
+    except ValueError:
+        job = q.get_job(job_id)
+        assert job is not None and job.state == "processing"
+        assert h.ack() is True  # the refused call left the handle valid
+        return
+    assert landed is True
+    job = q.get_job(job_id)
+    assert job is not None and job.state == "dead" and job.last_error == error
