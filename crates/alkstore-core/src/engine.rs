@@ -73,6 +73,15 @@ pub trait Engine: Send + Sync {
     /// Counts for `queue`.
     fn stats(&self, queue: &str) -> Result<QueueStats>;
 
+    /// Live (pending and processing) rows of `queue`, newest id first, ids
+    /// below `before_id` when given (ADR 0007: for operators, not the hot path).
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
+
+    /// Every distinct queue name with a live or a dead row, sorted, the
+    /// engine-owned outbox queues included (ADR 0007). A scan for operators
+    /// (`alkstore stats URL`), never on a hot path.
+    fn queue_names(&self) -> Result<Vec<String>>;
+
     /// Expired rows to dead, retention purge of dead rows; atomic per queue.
     fn sweep_expired(&self, queue: &str) -> Result<Swept>;
 

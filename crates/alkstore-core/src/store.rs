@@ -261,6 +261,21 @@ impl Store {
         self.engine.stats(queue)
     }
 
+    /// `q.live_jobs`: pending and processing rows, newest first.
+    pub fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        if limit == 0 || limit > MAX_BATCH {
+            return Err(Error::Value(format!("limit must be between 1 and {MAX_BATCH}, got {limit}")));
+        }
+        self.enter(None)?;
+        self.engine.live_jobs(queue, limit, before_id)
+    }
+
+    /// `store.queues()`: every queue name with a live or dead row, sorted.
+    pub fn queue_names(&self) -> Result<Vec<String>> {
+        self.enter(None)?;
+        self.engine.queue_names()
+    }
+
     /// `q.sweep_expired`.
     pub fn sweep_expired(&self, queue: &str) -> Result<Swept> {
         self.enter(None)?;

@@ -203,6 +203,14 @@ impl Engine for PgEngine {
         self.run(None, async |cx| reads::stats(cx, queue).await)
     }
 
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.run(None, async |cx| reads::live_jobs(cx, queue, limit, before_id).await)
+    }
+
+    fn queue_names(&self) -> Result<Vec<String>> {
+        self.run(None, async |cx| reads::queue_names(cx).await)
+    }
+
     fn sweep_expired(&self, queue: &str) -> Result<Swept> {
         self.run(None, async |cx| sweep::sweep_expired(cx, queue).await)
     }

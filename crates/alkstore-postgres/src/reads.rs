@@ -1,4 +1,5 @@
-//! Reads (SPEC §4.4): `get_job`, `dead_jobs`, `stats`, and the clock.
+//! Reads (SPEC §4.4): `get_job`, `dead_jobs`, `stats`, the clock, and
+//! `live_jobs` / `queue_names` for operators (ADR 0007).
 
 use alkstore_core::{Job, QueueStats, Result};
 
@@ -21,6 +22,14 @@ pub async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Optio
     rows.iter().map(job).collect()
 }
 
+/// Live rows of `queue`, newest id first, below `before_id` when given.
+pub async fn live_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let below = before_id.unwrap_or(i64::MAX);
+    let rows = cx.query(&cx.sql.live_jobs, &[&queue, &below, &limit]).await?;
+    rows.iter().map(job).collect()
+}
+
 /// Counts for `queue`, all from one snapshot and one clock read.
 pub async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
     let row = cx.query_one(&cx.sql.stats, &[&cx.offset, &queue]).await?;
@@ -31,6 +40,12 @@ pub async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
         dead: col(&row, 3)?,
         oldest_ready_age_s: col(&row, 4)?,
     })
+}
+
+/// Every queue name with a live or dead row, sorted (a scan: for operators).
+pub async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
+    let rows = cx.query(&cx.sql.queue_names, &[]).await?;
+    rows.iter().map(|r| col(r, 0)).collect()
 }
 
 /// The database clock, offset included.

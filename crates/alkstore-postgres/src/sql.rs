@@ -77,6 +77,10 @@ pub struct Statements {
     pub dead_jobs: String,
     /// The four counts and the oldest ready age.
     pub stats: String,
+    /// Live rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit (ADR 0007).
+    pub live_jobs: String,
+    /// Every queue name with a live or dead row, sorted (ADR 0007).
+    pub queue_names: String,
     /// Expired rows to dead, retention purge; returns (expired, purged).
     pub sweep: String,
     /// The earliest future instant `$2`'s queue gains claimable work without a commit.
@@ -170,6 +174,20 @@ impl Statements {
                    (SELECT count(*) FROM {s}.dead WHERE queue = $2::text), \
                    (SELECT t FROM n) - p.oldest \
                  FROM p"
+            ),
+            // For operators (ADR 0007): a backward walk of the primary key
+            // that skips other queues' rows.
+            live_jobs: format!(
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at FROM {s}.jobs \
+                 WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
+            ),
+            // UNION, not UNION ALL: one name per queue. A scan of both
+            // tables, for operators only (ADR 0007), never on a hot path.
+            // COLLATE "C" sorts by bytes, as SQLite's BINARY does, so both
+            // engines list queues in one order whatever the database locale.
+            queue_names: format!(
+                "SELECT queue FROM (SELECT queue FROM {s}.jobs UNION SELECT queue FROM {s}.dead) q \
+                 ORDER BY queue COLLATE \"C\""
             ),
             // ADR 0001 sweeps in two steps: move expired rows, then purge
             // dead rows with purge_at <= now. One statement sees one snapshot,

@@ -513,3 +513,38 @@ fn absurd_durations_are_clamped_not_overflowed() -> TestResult {
     assert!(db.engine.next_wake("q")?.is_some());
     Ok(())
 }
+
+#[test]
+fn queue_names_lists_live_and_dead_queues_once_sorted() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    assert!(db.engine.queue_names()?.is_empty(), "a fresh schema has no queues");
+    for (queue, payload) in [("b", "1"), ("b", "2"), ("a", "3"), ("Z", "4"), ("dead-only", "5")] {
+        db.put(queue, &opts(30, 3), payload)?;
+    }
+    let job = db.take("dead-only", "w")?;
+    assert!(db.engine.fail(None, &job, "boom")?);
+    // Byte order whatever the database locale, as on SQLite.
+    assert_eq!(db.engine.queue_names()?, ["Z", "a", "b", "dead-only"]);
+    Ok(())
+}
+
+#[test]
+fn live_jobs_pages_pending_and_processing_rows_newest_first() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let o = opts(30, 3);
+    let a = db.put("q", &o, "1")?;
+    let b = db.put("q", &o, "2")?;
+    let c = db.put("q", &o, "3")?;
+    db.put("other", &o, "4")?;
+    let claimed = db.take("q", "w")?;
+    assert_eq!(claimed.id, a);
+    let all = db.engine.live_jobs("q", 10, None)?;
+    assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), [c, b, a]);
+    assert_eq!(all[2].state, JobState::Processing);
+    assert_eq!(all[0].state, JobState::Pending);
+    let page = db.engine.live_jobs("q", 1, Some(c))?;
+    assert_eq!(page.iter().map(|j| j.id).collect::<Vec<_>>(), [b]);
+    assert!(db.engine.fail(None, &claimed, "x")?);
+    assert_eq!(db.engine.live_jobs("q", 10, None)?.len(), 2);
+    Ok(())
+}

@@ -287,6 +287,16 @@ impl Queue {
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 
+    /// Pending and processing jobs, newest first; `before_id` pages (ADR 0007).
+    #[pyo3(signature = (limit=100, before_id=None))]
+    fn live_jobs<'py>(&self, py: Python<'py>, limit: i64, before_id: Option<i64>) -> PyResult<Bound<'py, PyList>> {
+        if !(1..=1000).contains(&limit) {
+            return Err(PyValueError::new_err(format!("limit must be between 1 and 1000, got {limit}")));
+        }
+        let rows = py.detach(|| self.store.live_jobs(&self.name, limit as usize, before_id)).py()?;
+        PyList::new(py, rows.into_iter().map(Job::from))
+    }
+
     fn __repr__(&self) -> String {
         format!("<alkstore.Queue {:?}>", self.name)
     }

@@ -109,6 +109,13 @@ impl Store {
         Ok(Queue::new(self.inner.clone(), name.to_owned(), opts))
     }
 
+    /// Every queue name with a live or dead row, sorted (ADR 0007): a scan
+    /// for operators and the CLI, not for the hot path.
+    fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let inner = self.inner.clone();
+        py.detach(move || inner.queue_names()).py()
+    }
+
     /// A transaction block: `with store.transaction() as tx: ...`.
     fn transaction(&self) -> Transaction {
         Transaction::new(self.inner.clone())

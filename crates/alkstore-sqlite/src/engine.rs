@@ -141,6 +141,14 @@ impl Engine for SqliteEngine {
         self.conns.with_reader(|c| reads::stats(c, offset, queue))
     }
 
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.conns.with_reader(|c| reads::live_jobs(c, queue, limit, before_id))
+    }
+
+    fn queue_names(&self) -> Result<Vec<String>> {
+        self.conns.with_reader(reads::queue_names)
+    }
+
     fn sweep_expired(&self, queue: &str) -> Result<Swept> {
         let offset = self.offset();
         self.conns.with_writer(|c| sweep::sweep_expired(c, offset, queue))

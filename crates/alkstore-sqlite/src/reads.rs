@@ -1,5 +1,6 @@
-//! Read-only surfaces (SPEC §4.4): `get_job`, `dead_jobs`, `stats`. Outside
-//! a caller transaction they run on the reader connection.
+//! Read-only surfaces (SPEC §4.4): `get_job`, `dead_jobs`, `stats`, and
+//! `live_jobs` / `queue_names` for operators (ADR 0007). Outside a caller transaction they
+//! run on the reader connection.
 
 use alkstore_core::{Job, QueueStats, Result};
 use rusqlite::{params, Connection};
@@ -30,6 +31,18 @@ pub(crate) fn dead_jobs(conn: &Connection, queue: &str, limit: usize, before_id:
     Ok(out)
 }
 
+/// Live rows of `queue`, newest id first, ids below `before_id` when given.
+pub(crate) fn live_jobs(conn: &Connection, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(sql::LIVE_JOBS).db()?;
+    let mut rows = stmt.query(params![queue, before_id.unwrap_or(i64::MAX), limit]).db()?;
+    let mut out = Vec::new();
+    while let Some(row) = rows.next().db()? {
+        out.push(rows::job(row)?);
+    }
+    Ok(out)
+}
+
 /// Counts for `queue` at one instant.
 pub(crate) fn stats(conn: &Connection, offset: i64, queue: &str) -> Result<QueueStats> {
     conn.prepare_cached(sql::STATS)
@@ -45,4 +58,11 @@ pub(crate) fn stats(conn: &Connection, offset: i64, queue: &str) -> Result<Queue
             })
         })
         .db()
+}
+
+/// Every queue name with a live or dead row, sorted.
+pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare_cached(sql::QUEUE_NAMES).db()?;
+    let names = stmt.query_map([], |r| r.get(0)).db()?;
+    names.collect::<rusqlite::Result<Vec<String>>>().db()
 }

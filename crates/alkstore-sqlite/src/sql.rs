@@ -251,6 +251,21 @@ pub const DEAD_JOBS: &str = concat!(
     ", last_error, died_at FROM __alkstore_dead WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 
+/// `live_jobs` (ADR 0007): pending and processing rows newest first, ids
+/// below `?2`, at most `?3`. For operators: it walks the primary key
+/// backwards and skips other queues' rows, so its cost grows with them.
+pub const LIVE_JOBS: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    ", NULL, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+);
+
+/// `queue_names` (ADR 0007): every queue with a live or a dead row, sorted
+/// by bytes (`BINARY`, as Postgres sorts with `COLLATE "C"`). `UNION`, not
+/// `UNION ALL`, removes duplicates. It scans the job table: for operators.
+pub const QUEUE_NAMES: &str =
+    "SELECT queue FROM __alkstore_jobs UNION SELECT queue FROM __alkstore_dead ORDER BY queue";
+
 /// `stats` (SPEC §4.4): ready pending (unswept expired included), scheduled,
 /// processing (lapsed included), dead, age of the oldest ready row. One
 /// statement, so `unixepoch()` is one instant for every count.

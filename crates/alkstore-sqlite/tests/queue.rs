@@ -461,3 +461,40 @@ fn huge_durations_are_clamped_not_overflowed() -> Result<()> {
     assert_eq!(f.engine.stats("q")?.scheduled, 2);
     Ok(())
 }
+
+#[test]
+fn queue_names_lists_live_and_dead_queues_once_sorted() -> Result<()> {
+    let f = Fixture::new()?;
+    assert!(f.engine.queue_names()?.is_empty(), "a fresh store has no queues");
+    f.put("b", "1")?;
+    f.put("b", "2")?;
+    f.put("a", "3")?;
+    f.put("Z", "4")?;
+    f.put("dead-only", "5")?;
+    let job = f.one("dead-only", "w")?.expect("a job");
+    assert!(f.engine.fail(None, &job, "boom")?);
+    // Byte order, as on Postgres: upper case before lower case.
+    assert_eq!(f.engine.queue_names()?, ["Z", "a", "b", "dead-only"]);
+    Ok(())
+}
+
+#[test]
+fn live_jobs_pages_pending_and_processing_rows_newest_first() -> Result<()> {
+    let f = Fixture::new()?;
+    let a = f.put("q", "1")?;
+    let b = f.put("q", "2")?;
+    let c = f.put("q", "3")?;
+    f.put("other", "4")?;
+    let claimed = f.one("q", "w")?.expect("a job");
+    assert_eq!(claimed.id, a);
+    let all = f.engine.live_jobs("q", 10, None)?;
+    assert_eq!(all.iter().map(|j| j.id).collect::<Vec<_>>(), [c, b, a]);
+    assert_eq!(all[2].state, JobState::Processing);
+    assert_eq!(all[0].state, JobState::Pending);
+    let page = f.engine.live_jobs("q", 1, Some(c))?;
+    assert_eq!(page.iter().map(|j| j.id).collect::<Vec<_>>(), [b]);
+    // Dead rows are dead_jobs' business.
+    assert!(f.engine.fail(None, &claimed, "x")?);
+    assert_eq!(f.engine.live_jobs("q", 10, None)?.len(), 2);
+    Ok(())
+}
