@@ -33,6 +33,7 @@ from alkstore._errors import (
     TransactionClosed,
     TransactionError,
 )
+from alkstore._worker import Worker, WorkerCounts
 
 __all__ = [
     "AlkstoreError",
@@ -55,6 +56,8 @@ __all__ = [
     "Transaction",
     "TransactionClosed",
     "TransactionError",
+    "Worker",
+    "WorkerCounts",
     "backoff_range",
     "open",
 ]

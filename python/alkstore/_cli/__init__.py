@@ -1,0 +1,152 @@
+"""The ``alkstore`` command line (also ``python -m alkstore``), SPEC §11.
+
+Every problem a user can cause — a bad URL, a missing file, a bad
+``module:attr``, an error from the database — is reported as one line on
+stderr with a non-zero exit status, never as a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from alkstore._cli._target import CliError
+from alkstore._errors import AlkstoreError
+
+__all__ = ["main"]
+
+PROG = "alkstore"
+URL_HELP = "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db"
+
+
+def _limit(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {n}")
+    return n
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def _seconds(text: str) -> float:
+    try:
+        s = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not s >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return s
+
+
+def _store_args(p: argparse.ArgumentParser, *, queue: bool = False) -> None:
+    p.add_argument("url", metavar="URL", help=URL_HELP)
+    if queue:
+        p.add_argument("queue", metavar="QUEUE", help="queue name")
+    p.add_argument("--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)")
+    p.add_argument("--json", action="store_true", help="print JSON for a program instead of a table")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = commands.add_parser("demo", help="a self-contained tour on a local SQLite file")
+    demo.add_argument(
+        "--path", default=None, help="SQLite file to use (default: a new file in a fresh temp dir)"
+    )
+
+    worker = commands.add_parser("worker", help="run a Worker until SIGTERM or Ctrl-C")
+    worker.add_argument(
+        "spec", metavar="MODULE:ATTR", help="where the alkstore.Worker is, e.g. myapp.tasks:worker"
+    )
+    worker.add_argument(
+        "--concurrency", type=_positive_int, default=None, help="override the Worker's concurrency"
+    )
+    worker.add_argument(
+        "--status-every",
+        type=_seconds,
+        default=10.0,
+        metavar="S",
+        help="seconds between status lines (0: none)",
+    )
+
+    stats = commands.add_parser("stats", help="every queue's pending/scheduled/processing/dead counts")
+    _store_args(stats)
+
+    jobs = commands.add_parser("jobs", help="the newest jobs of a queue (live, or dead with --dead)")
+    _store_args(jobs, queue=True)
+    jobs.add_argument(
+        "--dead", action="store_true", help="list dead jobs (with last_error) instead of live ones"
+    )
+    jobs.add_argument(
+        "--limit", type=_limit, default=50, help="how many jobs, newest first (1-1000, default 50)"
+    )
+
+    sweep = commands.add_parser("sweep", help="move a queue's expired jobs to dead, purge old dead jobs")
+    _store_args(sweep, queue=True)
+
+    schedules = commands.add_parser("schedules", help="every registered schedule and its next fire")
+    _store_args(schedules)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    from alkstore._cli import _inspect  # imported late: `alkstore --help` stays fast
+
+    command: str = args.command
+    if command == "demo":
+        from alkstore import _demo
+
+        return _demo.run(args.path)
+    if command == "worker":
+        from alkstore._cli._run import run_worker
+
+        return run_worker(args.spec, args.concurrency, args.status_every)
+    printers: dict[str, Callable[[], str]] = {
+        "stats": lambda: _inspect.stats(args.url, args.schema, args.json),
+        "jobs": lambda: _inspect.jobs(args.url, args.schema, args.queue, args.dead, args.limit, args.json),
+        "sweep": lambda: _inspect.sweep(args.url, args.schema, args.queue, args.json),
+        "schedules": lambda: _inspect.schedules(args.url, args.schema, args.json),
+    }
+    print(printers[command]())
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, AlkstoreError):
+        return f"{type(exc).__name__}: {text}"
+    return text
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the process exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except CliError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return exc.status
+    except BrokenPipeError:
+        # The reader went away (`alkstore jobs … | head`): not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (AlkstoreError, ValueError, TypeError, OSError) as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,120 @@
+"""The read-mostly commands: ``stats``, ``jobs``, ``sweep``, ``schedules``.
+
+Each returns what to print: a table for a person, or JSON with ``as_json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from alkstore._cli._tables import render
+from alkstore._cli._target import CliError, open_existing, queue_view
+from alkstore._core import Job
+
+__all__ = ["jobs", "schedules", "stats", "sweep"]
+
+STATS_FIELDS = ("pending", "scheduled", "processing", "dead", "oldest_ready_age_s")
+SCHEDULE_FIELDS = ("name", "spec", "queue", "payload", "priority", "max_attempts", "expires", "next_fire_at")
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return value
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def job_dict(job: Job) -> dict[str, object]:
+    """Every field of a ``Job``, timestamps as ISO 8601 text."""
+    fields = (
+        "id", "queue", "state", "payload", "priority", "attempts", "max_attempts", "enqueued_at", "run_at",
+        "claimed_at", "deadline", "worker_id", "expires_at", "last_error", "died_at",
+    )  # fmt: skip
+    return {f: _json_value(getattr(job, f)) for f in fields}
+
+
+def stats(target: str, schema: str | None, as_json: bool) -> str:
+    """Every queue of the store with its ``QueueStats``."""
+    with open_existing(target, schema) as store:
+        rows = [(name, queue_view(store, name).stats()) for name in store.queues()]
+    if as_json:
+        return _dump([{"queue": name, **{f: getattr(s, f) for f in STATS_FIELDS}} for name, s in rows])
+    if not rows:
+        return "no queues yet (a queue appears with its first job)"
+    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s"]
+    return render(headers, [[name, *(getattr(s, f) for f in STATS_FIELDS)] for name, s in rows])
+
+
+def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as_json: bool) -> str:
+    """The newest ``limit`` live jobs of ``queue`` (or dead ones with ``dead``)."""
+    with open_existing(target, schema) as store:
+        view = queue_view(store, queue)
+        if dead:
+            found = view.dead_jobs(limit=limit)
+        else:
+            live = getattr(view, "live_jobs", None)
+            if live is None:
+                raise CliError(f"listing the live jobs of {queue!r} is not supported; try --dead or stats")
+            found = list(live(limit=limit))
+    if as_json:
+        return _dump([job_dict(j) for j in found])
+    if not found:
+        return f"no {'dead' if dead else 'live'} jobs in {queue!r}"
+    if dead:
+        headers = ["id", "attempts", "priority", "died at", "last error", "payload"]
+        rows = [
+            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, j.payload]
+            for j in found
+        ]
+    else:
+        headers = ["id", "state", "attempts", "priority", "run at", "worker", "deadline", "payload"]
+        rows = [
+            [
+                j.id,
+                j.state,
+                f"{j.attempts}/{j.max_attempts}",
+                j.priority,
+                j.run_at,
+                j.worker_id,
+                j.deadline,
+                j.payload,
+            ]
+            for j in found
+        ]
+    return render(headers, rows)
+
+
+def sweep(target: str, schema: str | None, queue: str, as_json: bool) -> str:
+    """Runs ``sweep_expired`` on one queue."""
+    with open_existing(target, schema) as store:
+        swept = queue_view(store, queue).sweep_expired()
+    if as_json:
+        return _dump({"queue": queue, "expired": swept.expired, "purged": swept.purged})
+    return f"swept {queue!r}: {swept.expired} expired job(s) moved to dead, {swept.purged} dead job(s) purged"
+
+
+def schedules(target: str, schema: str | None, as_json: bool) -> str:
+    """Every registered schedule (SPEC §8)."""
+    with open_existing(target, schema) as store:
+        listing = getattr(store, "schedules", None)
+        if listing is None:
+            raise CliError("this alkstore build has no scheduler (store.schedules); upgrade alkstore")
+        found: Sequence[Any] = listing()
+    if as_json:
+        return _dump([{f: _json_value(getattr(s, f, None)) for f in SCHEDULE_FIELDS} for s in found])
+    if not found:
+        return "no schedules"
+    headers = ["name", "spec", "queue", "next fire", "priority", "max attempts", "expires", "payload"]
+    rows = [
+        [s.name, s.spec, s.queue, s.next_fire_at, s.priority, s.max_attempts, s.expires, s.payload]
+        for s in found
+    ]
+    return render(headers, rows)

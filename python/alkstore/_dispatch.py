@@ -1,0 +1,348 @@
+"""One ``Worker.run``: claim while a slot is free, start handlers, drain on stop.
+
+Claiming happens on the thread that called ``run`` (the main thread, for the
+CLI), so every start and every release of a job is decided in one place and
+the in-flight count can never exceed ``concurrency``:
+
+1. wait for a free slot;
+2. take what is ready now: ``claim_batch(free, timeout=0)`` on each queue in
+   turn, starting one queue further each pass so a busy queue cannot starve
+   the others;
+3. nothing ready anywhere: wait for a commit or a due deadline. With one queue
+   that is one waiting ``claim_batch``. With several, one waiter thread per
+   queue runs a waiting ``claim`` under a shared stop token, which the first
+   job to arrive sets, so the others return within the binding's 100 ms
+   check. A second job claimed in that window runs if a slot is free and is
+   released (attempt refunded) otherwise.
+
+User code runs through ``alkstore._runner`` (heartbeats, and return /
+exception / ``Fail`` to ack / retry / dead). On stop: no more claims, in-flight
+handlers get ``grace_s`` to finish, then whatever still runs is released.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import CancelledError, Future
+from dataclasses import dataclass
+from typing import Any
+
+from alkstore import _runner
+from alkstore._core import JobHandle, Queue, StopToken
+from alkstore._errors import AlkstoreError, DatabaseError, Fail
+from alkstore._executors import LoopThread, ThreadPool
+from alkstore._tally import Tally
+
+__all__ = ["Handler", "Run"]
+
+log = logging.getLogger("alkstore.worker")
+
+#: Longest single wait for work; commits and due deadlines end it sooner.
+WAIT_S = 5.0
+#: How often the claiming thread looks at the stop flag while it blocks.
+SLICE_S = 0.1
+#: Ceiling of the pause after a failed claim (the database went away).
+MAX_BACKOFF_S = 30.0
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A registered handler and the queue it consumes."""
+
+    queue: Queue
+    fn: Callable[[Any, JobHandle], Any]
+    is_async: bool
+
+
+@dataclass(eq=False)
+class _InFlight:
+    job: JobHandle
+    future: Future[_runner.Outcome] | None = None
+    outcome: str | None = None  # set when the handler's future finishes
+    releasing: bool = False  # the drain is releasing it: it does the counting
+    settled: bool = False  # counted once, by whoever got there first
+
+
+def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
+    try:
+        return fn(job.payload, job)
+    except Fail as exc:
+        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
+        raise
+    except Exception:
+        log.warning(
+            "job %d of %r raised (attempt %d/%d)",
+            job.id,
+            job.queue,
+            job.attempts,
+            job.max_attempts,
+            exc_info=True,
+        )
+        raise
+
+
+async def _call_async(fn: Callable[[Any, JobHandle], Awaitable[Any]], job: JobHandle) -> Any:
+    try:
+        return await fn(job.payload, job)
+    except Fail as exc:
+        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
+        raise
+    except Exception:
+        log.warning(
+            "job %d of %r raised (attempt %d/%d)",
+            job.id,
+            job.queue,
+            job.attempts,
+            job.max_attempts,
+            exc_info=True,
+        )
+        raise
+
+
+def _kind(outcome: _runner.Outcome, job: JobHandle) -> str:
+    """The tally name of a runner outcome; a retry on the last attempt went dead."""
+    if outcome == "retried" and job.attempts >= job.max_attempts:
+        return "dead"
+    return {"acked": "acked", "retried": "retried", "failed": "dead"}.get(outcome, "lost")
+
+
+class Run:
+    """The state of one ``Worker.run`` call."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        handlers: Sequence[Handler],
+        concurrency: int,
+        grace_s: float,
+        tally: Tally,
+    ) -> None:
+        self.halt = StopToken()
+        self._worker_id = worker_id
+        self._handlers = list(handlers)
+        self._concurrency = concurrency
+        self._grace_s = grace_s
+        self._tally = tally
+        self._hurry = False
+        self._round: StopToken | None = None
+        self._cond = threading.Condition()  # guards _inflight
+        self._inflight: dict[int, _InFlight] = {}
+        self._seq = itertools.count()
+        sync = any(not h.is_async for h in handlers)
+        self._pool = ThreadPool(concurrency, "alkstore-handler") if sync else None
+        self._loop = LoopThread("alkstore-handler-loop") if any(h.is_async for h in handlers) else None
+
+    # -- stopping -----------------------------------------------------------
+
+    def request_stop(self) -> None:
+        """Stop claiming; a second request skips what is left of the grace.
+
+        Safe from a signal handler: it takes no Python lock.
+        """
+        if self.halt.stopped:
+            self._hurry = True
+        self.halt.stop()
+        current = self._round
+        if current is not None:
+            current.stop()
+
+    # -- claiming -----------------------------------------------------------
+
+    def loop(self) -> None:
+        """Claims and starts jobs until stopped. Raises ``StoreClosed`` when the store closes."""
+        start = 0
+        failures = 0
+        while self._wait_for_slot():
+            try:
+                found = self._claim_ready(start)
+                start = (start + 1) % len(self._handlers)
+                if not found:
+                    self._wait_for_work()
+            except DatabaseError as exc:
+                failures += 1
+                pause = min(MAX_BACKOFF_S, 2.0 ** (failures - 1))
+                log.warning("claiming failed (%s); trying again in %.0f s", exc, pause)
+                self.halt.wait(pause)
+            else:
+                failures = 0
+
+    def _free(self) -> int:
+        with self._cond:
+            return self._concurrency - len(self._inflight)
+
+    def _wait_for_slot(self) -> bool:
+        with self._cond:
+            while len(self._inflight) >= self._concurrency and not self.halt.stopped:
+                self._cond.wait(SLICE_S)
+        return not self.halt.stopped
+
+    def _claim_ready(self, start: int) -> bool:
+        found = False
+        n = len(self._handlers)
+        for i in range(n):
+            free = self._free()
+            if free <= 0 or self.halt.stopped:
+                break
+            h = self._handlers[(start + i) % n]
+            jobs = h.queue.claim_batch(self._worker_id, free, timeout=0)
+            for job in jobs:
+                self._start(h, job)
+            found = found or bool(jobs)
+        return found
+
+    def _wait_for_work(self) -> None:
+        round_ = StopToken()
+        self._round = round_
+        try:
+            if self.halt.stopped:  # a stop that came before the round was visible
+                return
+            if len(self._handlers) == 1:
+                h = self._handlers[0]
+                for job in h.queue.claim_batch(
+                    self._worker_id, max(1, self._free()), timeout=WAIT_S, stop=round_
+                ):
+                    self._start(h, job)
+            else:
+                self._wait_many(round_)
+        finally:
+            self._round = None
+
+    def _wait_many(self, round_: StopToken) -> None:
+        results: queue.SimpleQueue[tuple[Handler, JobHandle | BaseException | None]] = queue.SimpleQueue()
+
+        def wait(h: Handler) -> None:
+            try:
+                got: JobHandle | BaseException | None = h.queue.claim(
+                    self._worker_id, timeout=WAIT_S, stop=round_
+                )
+            except BaseException as exc:  # re-raised on the claiming thread
+                got = exc
+            results.put((h, got))
+
+        threads = [
+            threading.Thread(target=wait, args=(h,), name=f"alkstore-wait-{h.queue.name}", daemon=True)
+            for h in self._handlers
+        ]
+        for t in threads:
+            t.start()
+        error: BaseException | None = None
+        for _ in threads:
+            while True:
+                try:
+                    h, got = results.get(timeout=SLICE_S)  # in slices: signal handlers run in between
+                    break
+                except queue.Empty:
+                    continue
+            if isinstance(got, BaseException):
+                round_.stop()
+                error = error or got
+            elif got is not None:
+                round_.stop()
+                self._start(h, got)
+        for t in threads:
+            t.join()
+        if error is not None:
+            raise error
+
+    # -- running ------------------------------------------------------------
+
+    def _start(self, h: Handler, job: JobHandle) -> None:
+        """Starts ``job`` on a free slot, or gives it back when there is none."""
+        with self._cond:
+            run = not self.halt.stopped and len(self._inflight) < self._concurrency
+            if run:
+                seq = next(self._seq)
+                rec = _InFlight(job)
+                self._inflight[seq] = rec
+        if not run:
+            if self._release(job):
+                self._tally.add("released")
+            return
+        self._tally.started()
+        fn = h.fn
+        fut: Future[_runner.Outcome]
+        if h.is_async:
+            assert self._loop is not None
+            fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j)))
+        else:
+            assert self._pool is not None
+            fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j)))
+        rec.future = fut
+        fut.add_done_callback(lambda f: self._done(seq, rec, f))
+
+    def _done(self, seq: int, rec: _InFlight, fut: Future[_runner.Outcome]) -> None:
+        kind: str | None
+        try:
+            kind = _kind(fut.result(), rec.job)
+        except CancelledError:
+            kind = None  # cancelled after the drain released it
+        except BaseException as exc:
+            kind = self._after_crash(rec.job, exc)
+        with self._cond:
+            self._inflight.pop(seq, None)
+            rec.outcome = kind
+            if kind is not None and not rec.releasing and not rec.settled:
+                self._tally.add(kind)
+                rec.settled = True
+            self._cond.notify_all()
+        self._tally.finished()
+
+    def _after_crash(self, job: JobHandle, exc: BaseException) -> str:
+        """Something escaped the runner: a BaseException from the handler, or
+        the outcome's own database call failed. Retry on the curve if we can."""
+        log.error("job %d of %r: %r escaped the handler", job.id, job.queue, exc)
+        try:
+            return _kind("retried", job) if job.retry(repr(exc)) else "lost"
+        except Exception:
+            return "lost"
+
+    @staticmethod
+    def _release(job: JobHandle) -> bool:
+        try:
+            return job.release()
+        except AlkstoreError as exc:
+            log.warning("could not release job %d of %r: %s", job.id, job.queue, exc)
+            return False
+
+    # -- draining -----------------------------------------------------------
+
+    def drain(self, *, closed: bool = False) -> None:
+        """Waits up to ``grace_s`` for in-flight handlers, then releases the rest.
+
+        With ``closed`` (the store was closed) nothing can land: skip to the end.
+        """
+        deadline = time.monotonic() + self._grace_s
+        with self._cond:
+            while self._inflight and not closed and not self._hurry:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(SLICE_S, left))
+            stuck = list(self._inflight.values())
+            for rec in stuck:
+                rec.releasing = True
+        for rec in stuck:
+            landed = not closed and self._release(rec.job)
+            with self._cond:
+                rec.releasing = False
+                if landed:
+                    self._tally.add("released")
+                    rec.settled = True
+                elif rec.outcome is not None and not rec.settled:
+                    self._tally.add(rec.outcome)
+                    rec.settled = True
+            if landed and rec.future is not None:
+                rec.future.cancel()  # async handlers stop at their next await
+        if self._loop is not None:
+            self._loop.shutdown()
+        if self._pool is not None:
+            self._pool.shutdown()
+        if stuck:
+            log.warning(
+                "%d job(s) had not finished %.0f s after the stop; released them", len(stuck), self._grace_s
+            )

@@ -1,0 +1,118 @@
+"""Where a Worker runs handlers: daemon threads for sync ones, one asyncio
+event loop on its own thread for async ones.
+
+Both hand back ``concurrent.futures.Future`` objects, so the Worker tracks
+every in-flight job the same way. The threads are daemons on purpose: a
+handler stuck past the shutdown grace has had its job released already, and
+must not keep the process from exiting (``ThreadPoolExecutor`` joins its
+threads at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+__all__ = ["LoopThread", "ThreadPool"]
+
+T = TypeVar("T")
+
+#: How long shutdown waits for the event loop thread to wind down.
+_LOOP_JOIN_S = 2.0
+
+
+class ThreadPool:
+    """At most ``size`` daemon threads, started as work arrives."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self._size = size
+        self._name = name
+        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._threads = 0
+        self._idle = 0
+
+    def submit(self, fn: Callable[[], T]) -> Future[T]:
+        """Runs ``fn`` on a pool thread; its result or exception lands in the future."""
+        fut: Future[T] = Future()
+
+        def item() -> None:
+            if not fut.set_running_or_notify_cancel():
+                return
+            try:
+                result = fn()
+            except BaseException as exc:  # handed to the future, never lost
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+        with self._lock:
+            grow = self._idle == 0 and self._threads < self._size
+            if grow:
+                self._threads += 1
+            else:
+                self._idle -= 1  # a waiting thread takes this item
+        if grow:
+            threading.Thread(target=self._serve, name=f"{self._name}-{self._threads}", daemon=True).start()
+        self._work.put(item)
+        return fut
+
+    def _serve(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            item()
+            with self._lock:
+                self._idle += 1
+
+    def shutdown(self) -> None:
+        """Ends idle threads now and busy ones after their current item; never waits."""
+        with self._lock:
+            n = self._threads
+        for _ in range(n):
+            self._work.put(None)
+
+
+class LoopThread:
+    """One asyncio event loop running forever on a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        loop = self._loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_forever()
+            # Stopped by shutdown: let cancelled tasks run their cleanup.
+            tasks = asyncio.all_tasks(loop)
+            if tasks:
+                loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Schedules ``coro`` on the loop; cancelling the future cancels the task."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def shutdown(self) -> None:
+        """Cancels what still runs, stops the loop and waits a little for it."""
+
+        def stop() -> None:
+            for task in asyncio.all_tasks(self._loop):
+                task.cancel()
+            self._loop.stop()
+
+        try:
+            self._loop.call_soon_threadsafe(stop)
+        except RuntimeError:
+            return  # already closed
+        self._thread.join(_LOOP_JOIN_S)
