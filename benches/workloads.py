@@ -273,8 +273,8 @@ def workload_d_wake_latency(target: Target) -> None:
         raise RuntimeError(f"consumer reported {len(lats)} of {WAKE_SAMPLES} samples")
     p50, p99 = lats[len(lats) // 2], lats[int(len(lats) * 0.99) - 1]
     print(
-        f"D       {target.engine:9s} wake latency      p50 {p50:6.2f} ms  p99 {p99:6.2f} ms  max {lats[-1]:6.2f} ms"
-        f"  ({len(lats)} samples)",
+        f"D       {target.engine:9s} wake latency      p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
+        f"  max {lats[-1]:6.2f} ms  ({len(lats)} samples)",
         flush=True,
     )
     print(f"D       {target.engine:9s} idle waiter CPU   {idle_cpu * 100:6.2f} % of one core", flush=True)
