@@ -74,7 +74,7 @@ def listen_backends(schema: str) -> list[int]:
             "SELECT pid FROM pg_stat_activity WHERE query = %s",
             (f'LISTEN "alkstore_{schema}"',),
         ).fetchall()
-    return [int(r[0]) for r in rows]
+    return [int(str(r[0])) for r in rows]
 
 
 def test_waiters_still_woken_after_listen_backend_is_killed(
