@@ -1,10 +1,12 @@
 """``python -m alkstore demo``: a short tour of alkstore on a local SQLite file.
 
-1. A business insert and an enqueue commit together in one transaction; a
-   rolled-back transaction leaves neither behind.
-2. A worker drains an ``emails`` queue with ``max_attempts=2``: one job succeeds,
-   one fails once and succeeds on its retry, one keeps failing and ends up as a
-   dead letter with its last error kept.
+1. A business insert and an enqueue commit together; a rolled-back
+   transaction leaves neither behind.
+2. A ``Worker`` runs handlers: one job succeeds, one fails once and succeeds
+   on its retry, one raises ``Fail`` and becomes a dead letter.
+3. A schedule ``@every 1s`` fires into a queue while the runner runs.
+4. An outbox message committed with an order is delivered by a relay.
+5. A stream consumer stops, then resumes after its saved offset.
 
 Only the public API is used, so this file doubles as an example.
 """
@@ -13,49 +15,70 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import TYPE_CHECKING
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
 
 import alkstore
-
-if TYPE_CHECKING:
-    from alkstore import Queue, Store
+from alkstore import JobHandle, StopToken, Store
 
 WORKER = "demo-worker"
-# (recipient, how the pretend mail server treats it)
-EMAILS = [("ada@example.com", "ok"), ("bob@example.com", "flaky"), ("eve@example.com", "broken")]
 
 
 class PaymentDeclined(Exception):
     """Raised inside a transaction to show that a rollback leaves nothing behind."""
 
 
-class SendFailed(Exception):
-    """What the pretend mail server raises."""
+@dataclass
+class Results:
+    """What each section saw, checked at the end."""
+
+    orders: int = 0
+    fulfil_jobs: int = 0
+    worker: alkstore.WorkerCounts = field(default_factory=alkstore.WorkerCounts)
+    dead_errors: list[str] = field(default_factory=list)
+    ticks: int = 0
+    delivered: list[Any] = field(default_factory=list)
+    published: list[int] = field(default_factory=list)
+    first_read: list[int] = field(default_factory=list)
+    resumed: list[int] = field(default_factory=list)
+
+    def ok(self) -> bool:
+        w = self.worker
+        return (
+            self.orders == 1
+            and self.fulfil_jobs == 1
+            and (w.acked, w.retried, w.dead) == (2, 1, 1)
+            and self.dead_errors == ["mailbox does not exist"]
+            and self.ticks >= 1
+            and len(self.delivered) == 1
+            and len(self.published) == 5
+            and self.first_read == self.published[:2]
+            and self.resumed == self.published[2:]
+        )
 
 
-def _field(payload: object, key: str) -> str:
-    """One field of a job payload as text (payloads here are small dicts)."""
-    return str(payload.get(key)) if isinstance(payload, dict) else "?"
+def _heading(n: int, title: str) -> None:
+    print(f"\n{n}. {title}")
 
 
-def _count(store: Store, sql: str) -> int:
-    with store.transaction() as tx:
-        value = tx.query(sql)[0]["n"]
-    return value if isinstance(value, int) else -1
+def _in_thread(fn: Any, *args: Any) -> threading.Thread:
+    t = threading.Thread(target=fn, args=args, daemon=True)
+    t.start()
+    return t
 
 
-def _transactional_enqueue(store: Store) -> None:
-    print("\n1. The job and the business row commit together")
+def transactional_enqueue(store: Store, r: Results) -> None:
+    _heading(1, "The job and the business row commit together")
     fulfil = store.queue("fulfil")
     with store.transaction() as tx:
-        tx.execute("CREATE TABLE IF NOT EXISTS orders(id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
-
+        tx.execute("CREATE TABLE orders(id INTEGER PRIMARY KEY, item TEXT NOT NULL)")
     with store.transaction() as tx:
         tx.execute("INSERT INTO orders(item) VALUES (?)", ["book"])
         order_id = tx.query("SELECT max(id) AS id FROM orders")[0]["id"]
-        job_id = fulfil.enqueue({"order_id": order_id, "item": "book"}, tx=tx)
+        job_id = fulfil.enqueue({"order_id": order_id}, tx=tx)
     print(f"   committed: order {order_id} and fulfil job {job_id}")
-
     try:
         with store.transaction() as tx:
             tx.execute("INSERT INTO orders(item) VALUES (?)", ["lamp"])
@@ -63,51 +86,96 @@ def _transactional_enqueue(store: Store) -> None:
             raise PaymentDeclined("card declined")
     except PaymentDeclined as exc:
         print(f"   rolled back ({exc}): no lamp order, no lamp job")
-    orders = _count(store, "SELECT count(*) AS n FROM orders")
-    print(f"   orders in the table: {orders}; jobs waiting in 'fulfil': {fulfil.stats().pending}")
-
-    job = fulfil.claim(WORKER)
-    if job is not None:
-        # Transactional completion: the ack lands only if the update commits.
-        with store.transaction() as tx:
-            tx.execute("UPDATE orders SET item = item || ' (shipped)' WHERE id = ?", [order_id])
-            job.ack(tx=tx)
-        print(f"   worker shipped order {_field(job.payload, 'order_id')} and acked job {job.id}")
+    with store.transaction() as tx:
+        r.orders = tx.query("SELECT count(*) AS n FROM orders")[0]["n"]
+    r.fulfil_jobs = fulfil.stats().pending
+    print(f"   orders in the table: {r.orders}; jobs waiting in 'fulfil': {r.fulfil_jobs}")
 
 
-def _send(payload: object, attempt: int) -> None:
-    """A pretend mail server: 'flaky' fails on the first attempt, 'broken' always."""
-    behaviour = _field(payload, "behaviour")
-    if behaviour == "flaky" and attempt == 1:
-        raise SendFailed("smtp timeout")
-    if behaviour == "broken":
-        raise SendFailed("mailbox does not exist")
+def worker_with_retry_and_dead_letter(store: Store, r: Results) -> None:
+    _heading(2, "A Worker: an ack, a retry, a dead letter")
+    # backoff_base_s=0 makes a retry ready at once, to keep the tour short.
+    emails = store.queue("emails", max_attempts=3, backoff_base_s=0)
+    emails.enqueue_many([{"to": "ada@example.com"}, {"to": "bob@example.com"}, {"to": "eve@example.com"}])
+    worker = alkstore.Worker(store, concurrency=2, worker_id=WORKER)
+
+    @worker.handler("emails")
+    def send_email(payload: dict[str, str], job: JobHandle) -> None:
+        to = payload["to"]
+        if to == "bob@example.com" and job.attempts == 1:
+            print(f"   {to:16s} attempt {job.attempts}: smtp timeout -> retry")
+            raise TimeoutError("smtp timeout")
+        if to == "eve@example.com":
+            print(f"   {to:16s} attempt {job.attempts}: no such mailbox -> dead letter")
+            raise alkstore.Fail("mailbox does not exist")
+        print(f"   {to:16s} attempt {job.attempts}: sent -> ack")
+
+    stop = StopToken()
+    t = _in_thread(worker.run, stop)
+    deadline = time.monotonic() + 10
+    while worker.counts.acked + worker.counts.dead < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.stop()
+    t.join()
+    r.worker = worker.counts
+    r.dead_errors = [j.last_error or "" for j in emails.dead_jobs()]
+    print(f"   worker: {r.worker.line()}; dead letter kept with last_error={r.dead_errors}")
 
 
-def _worker_loop(emails: Queue) -> tuple[int, int]:
-    print("\n2. A worker with retries and a dead letter (max_attempts=2)")
-    for to, behaviour in EMAILS:
-        emails.enqueue({"to": to, "behaviour": behaviour})
+def schedule_fires(store: Store, r: Results) -> None:
+    _heading(3, "A schedule fires every second while the runner runs")
+    store.schedule("tick", "@every 1s", "ticks", payload={"task": "tick"})
+    stop = StopToken()
+    t = _in_thread(store.run_schedules, stop)
+    time.sleep(2.2)
+    stop.stop()
+    t.join()
+    store.unschedule("tick")
+    r.ticks = store.queue("ticks").stats().pending
+    print(f"   the runner enqueued {r.ticks} job(s) into 'ticks' in 2.2 s; the schedule is removed")
 
-    acked = retried = 0
-    while (job := emails.claim(WORKER)) is not None:
-        to = _field(job.payload, "to")
-        try:
-            _send(job.payload, job.attempts)
-        except SendFailed as exc:
-            # delay=0: retry at once instead of on the backoff curve, to keep the tour short.
-            job.retry(str(exc), delay=0)
-            if job.attempts < job.max_attempts:
-                retried += 1
-                outcome = "retry"
-            else:
-                outcome = "dead letter"
-            print(f"   {to:16s} attempt {job.attempts}/{job.max_attempts}: {exc} -> {outcome}")
-        else:
-            job.ack()
-            acked += 1
-            print(f"   {to:16s} attempt {job.attempts}/{job.max_attempts}: sent -> ack")
-    return acked, retried
+
+def outbox_delivers(store: Store, r: Results) -> None:
+    _heading(4, "An outbox message commits with its order and is delivered")
+    webhooks = store.outbox("webhooks")
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO orders(item) VALUES (?)", ["pen"])
+        webhooks.enqueue({"event": "order.created", "item": "pen"}, tx=tx)
+    stop = StopToken()
+
+    def send(payload: Any) -> None:
+        print(f"   POST https://example.com/hooks {payload}")
+        r.delivered.append(payload)
+        stop.stop()  # one message in this tour: end the relay after it
+
+    timer = threading.Timer(10, stop.stop)  # never hang the tour
+    timer.start()
+    webhooks.deliver(send, worker_id="relay-1", stop=stop)
+    timer.cancel()
+    print(f"   delivered {len(r.delivered)}; left in the outbox: {webhooks.stats().pending}")
+
+
+def stream_resumes(store: Store, r: Results) -> None:
+    _heading(5, "A stream consumer resumes after its saved offset")
+    orders = store.stream("orders")
+    r.published = [orders.publish({"order": n}) for n in (1, 2, 3)]
+
+    def consume(limit: int, into: list[int]) -> None:
+        stop = StopToken()
+        timer = threading.Timer(10, stop.stop)  # never hang the tour
+        timer.start()
+        for event in orders.subscribe("billing", stop=stop):
+            into.append(event.offset)
+            if len(into) == limit:
+                stop.stop()  # the iterator ends at its next step and saves this offset
+        timer.cancel()
+
+    consume(2, r.first_read)
+    saved = orders.get_offset("billing")
+    print(f"   billing read offsets {r.first_read}, then stopped; its saved offset is {saved}")
+    r.published += [orders.publish({"order": n}) for n in (4, 5)]
+    consume(3, r.resumed)
+    print(f"   billing came back and read {r.resumed}: nothing lost, nothing read twice")
 
 
 def run(path: str | None = None) -> int:
@@ -115,25 +183,22 @@ def run(path: str | None = None) -> int:
     if path is None:
         path = os.path.join(tempfile.mkdtemp(prefix="alkstore-demo-"), "demo.db")
     print(f"alkstore demo on SQLite file {path}")
-
+    r = Results()
+    started = time.monotonic()
     with alkstore.open(path) as store:
-        _transactional_enqueue(store)
-        emails = store.queue("emails", max_attempts=2, backoff_base_s=0)
-        acked, retried = _worker_loop(emails)
+        transactional_enqueue(store, r)
+        worker_with_retry_and_dead_letter(store, r)
+        schedule_fires(store, r)
+        outbox_delivers(store, r)
+        stream_resumes(store, r)
 
-        print("\n3. Summary")
-        print(f"   acked: {acked}, retried: {retried}")
-        dead = emails.dead_jobs()
-        for job in dead:
-            print(f"   dead job {job.id} to {_field(job.payload, 'to')}: last_error={job.last_error!r}")
-        stats = emails.stats()
-        print(
-            f"   emails stats: pending={stats.pending} scheduled={stats.scheduled} "
-            f"processing={stats.processing} dead={stats.dead}"
-        )
-
-    print(f"\nThe file is kept for you to inspect: {path}")
-    expected = acked == 2 and retried == 1 and len(dead) == 1 and stats.dead == 1
-    if not expected:
-        print("unexpected outcome: expected 2 acked, 1 retried and 1 dead job")
-    return 0 if expected else 1
+    print("\nSummary")
+    print(f"   orders committed: {r.orders} (the rolled-back one left nothing)")
+    print(f"   worker: {r.worker.acked} acked, {r.worker.retried} retried, {r.worker.dead} dead")
+    print(f"   schedule fires: {r.ticks}; outbox deliveries: {len(r.delivered)}")
+    print(f"   stream: {len(r.first_read) + len(r.resumed)} events, each read once")
+    print(f"   took {time.monotonic() - started:.1f} s; the file is kept for you to inspect: {path}")
+    if not r.ok():
+        print("unexpected outcome: see the sections above")
+        return 1
+    return 0

@@ -41,6 +41,10 @@ from alkstore._tally import Tally
 __all__ = ["Handler", "Run"]
 
 log = logging.getLogger("alkstore.worker")
+# A library logs but never configures logging: without a handler set up by
+# the application, records are dropped instead of reaching logging's
+# last-resort stderr printer. `alkstore worker` configures one.
+logging.getLogger("alkstore").addHandler(logging.NullHandler())
 
 #: Longest single wait for work; commits and due deadlines end it sooner.
 WAIT_S = 5.0

@@ -55,8 +55,10 @@ def open_existing(target: str, schema: str | None = None) -> Store:
 def queue_view(store: Store, name: str) -> QueueView:
     """The queue ``name``, or the outbox behind an ``__alkstore_outbox:<name>`` queue."""
     if name.startswith(OUTBOX_PREFIX):
-        outbox = getattr(store, "outbox", None)
-        if outbox is None:
+        # The binding's handle on the backing queue has every queue read
+        # (live_jobs included); the Outbox object has all but live_jobs.
+        opener = getattr(store, "_outbox_queue", None) or getattr(store, "outbox", None)
+        if opener is None:
             raise CliError(f"{name!r} is an outbox queue, and this alkstore build has no store.outbox")
-        return cast(QueueView, outbox(name[len(OUTBOX_PREFIX) :]))
+        return cast(QueueView, opener(name[len(OUTBOX_PREFIX) :]))
     return store.queue(name)
