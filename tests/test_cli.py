@@ -19,6 +19,11 @@ from tests.conftest import Target
 HELPERS = Path(__file__).parent / "helpers"
 
 
+def helpers_path() -> str:
+    """PYTHONPATH for a child that imports the helper apps (and whatever alkstore we import)."""
+    return os.pathsep.join(p for p in [str(HELPERS), os.environ.get("PYTHONPATH", "")] if p)
+
+
 def cli(
     *args: str, cwd: str | os.PathLike[str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
@@ -28,7 +33,7 @@ def cli(
         text=True,
         cwd=cwd,
         timeout=timeout,
-        env=dict(os.environ, PYTHONPATH=str(HELPERS)),
+        env=dict(os.environ, PYTHONPATH=helpers_path()),
     )
 
 
@@ -142,9 +147,9 @@ def test_demo_exits_0(tmp_path: Path) -> None:
 def test_worker_command_prints_status_lines_and_stops_on_sigint(target: Target, store: Store) -> None:
     store.queue("app").enqueue_many([{"sleep": 0}, {"sleep": 0}])
     env = dict(
-        os.environ, APP_TARGET=target.location, APP_SCHEMA=target.schema or "", PYTHONPATH=str(HELPERS)
+        os.environ, APP_TARGET=target.location, APP_SCHEMA=target.schema or "", PYTHONPATH=helpers_path()
     )
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -160,19 +165,19 @@ def test_worker_command_prints_status_lines_and_stops_on_sigint(target: Target, 
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-    )
-    try:
-        assert proc.stderr is not None
-        seen = []
-        for line in proc.stderr:
-            seen.append(line)
-            if "2 acked" in line:
-                break
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            seen = []
+            for line in proc.stderr:
+                seen.append(line)
+                if "2 acked" in line:
+                    break
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     head = "".join(seen)
     assert proc.returncode == 0, head + err
     assert "queues app; concurrency 1" in head
@@ -238,7 +243,7 @@ def test_a_bad_module_attr_is_one_line(tmp_path: Path, spec: str, fragment: str)
         text=True,
         cwd=tmp_path,
         timeout=60,
-        env=dict(os.environ, PYTHONPATH=str(HELPERS), APP_TARGET=str(tmp_path / "app.db")),
+        env=dict(os.environ, PYTHONPATH=helpers_path(), APP_TARGET=str(tmp_path / "app.db")),
     )
     assert_one_line_error(r, fragment)
 

@@ -23,6 +23,11 @@ from tests.conftest import Target
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 
 
+def helpers_path() -> str:
+    """PYTHONPATH for a child that imports the helper apps (and whatever alkstore we import)."""
+    return os.pathsep.join(p for p in [HELPERS, os.environ.get("PYTHONPATH", "")] if p)
+
+
 def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not cond():
@@ -358,24 +363,26 @@ def test_sigterm_to_a_worker_process_finishes_the_in_flight_job_and_exits_0(
 ) -> None:
     q = store.queue("app")
     job_id = q.enqueue({"sleep": 1.0})
-    env = dict(os.environ, APP_TARGET=target.location, APP_SCHEMA=target.schema or "", PYTHONPATH=HELPERS)
-    proc = subprocess.Popen(
+    env = dict(
+        os.environ, APP_TARGET=target.location, APP_SCHEMA=target.schema or "", PYTHONPATH=helpers_path()
+    )
+    with subprocess.Popen(
         [sys.executable, "-m", "alkstore", "worker", "worker_app:worker", "--status-every", "0.2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
         cwd=HELPERS,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        assert line.strip() == f"started {job_id}", line
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.strip() == f"started {job_id}", line
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert proc.returncode == 0, err
     assert f"done {job_id}" in out
     assert "Traceback" not in err
@@ -428,3 +435,21 @@ def test_constructor_and_registration_validate_their_arguments(store: Store) -> 
     assert job is not None and job.max_attempts == 5, "the handler's options stamp what its handle enqueues"
     with pytest.raises(ValueError, match="concurrency"):
         worker.concurrency = 0
+
+
+def test_a_sync_handler_returning_a_coroutine_is_retried_not_acked(store: Store) -> None:
+    q = store.queue("q", max_attempts=1)
+    job_id = q.enqueue(None)
+    worker = Worker(store, concurrency=1)
+
+    async def work() -> None:
+        pass
+
+    @worker.handler("q")
+    def handle(_payload: object, _job: JobHandle) -> Any:
+        return work()  # forgot `async def` on the handler
+
+    with running(worker):
+        wait_for(lambda: worker.counts.dead == 1)
+    dead = q.get_job(job_id)
+    assert dead is not None and "async def" in (dead.last_error or "")

@@ -22,6 +22,7 @@ handlers get ``grace_s`` to finish, then whatever still runs is released.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import logging
 import queue
@@ -74,7 +75,14 @@ class _InFlight:
 
 def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
     try:
-        return fn(job.payload, job)
+        result = fn(job.payload, job)
+        if inspect.isawaitable(result):
+            # A plain function that returned a coroutine: acking it unawaited would
+            # drop the work. Retry instead, and say how to register it.
+            if inspect.iscoroutine(result):
+                result.close()
+            raise TypeError(f"the handler of {job.queue!r} returned an awaitable; declare it `async def`")
+        return result
     except Fail as exc:
         log.info("job %d of %r failed: %s", job.id, job.queue, exc)
         raise
