@@ -73,6 +73,22 @@ class _InFlight:
     settled: bool = False  # counted once, by whoever got there first
 
 
+def _report(job: JobHandle, exc: Exception) -> None:
+    """Logs a handler's exception: the traceback for a failure that will be
+    retried (or go dead at budget), one line for a deliberate ``Fail``."""
+    if isinstance(exc, Fail):
+        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
+    else:
+        log.warning(
+            "job %d of %r raised (attempt %d/%d)",
+            job.id,
+            job.queue,
+            job.attempts,
+            job.max_attempts,
+            exc_info=exc,
+        )
+
+
 def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
     try:
         result = fn(job.payload, job)
@@ -83,36 +99,16 @@ def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
                 result.close()
             raise TypeError(f"the handler of {job.queue!r} returned an awaitable; declare it `async def`")
         return result
-    except Fail as exc:
-        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
-        raise
-    except Exception:
-        log.warning(
-            "job %d of %r raised (attempt %d/%d)",
-            job.id,
-            job.queue,
-            job.attempts,
-            job.max_attempts,
-            exc_info=True,
-        )
+    except Exception as exc:
+        _report(job, exc)
         raise
 
 
 async def _call_async(fn: Callable[[Any, JobHandle], Awaitable[Any]], job: JobHandle) -> Any:
     try:
         return await fn(job.payload, job)
-    except Fail as exc:
-        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
-        raise
-    except Exception:
-        log.warning(
-            "job %d of %r raised (attempt %d/%d)",
-            job.id,
-            job.queue,
-            job.attempts,
-            job.max_attempts,
-            exc_info=True,
-        )
+    except Exception as exc:
+        _report(job, exc)
         raise
 
 
