@@ -133,7 +133,8 @@ def run(path: str | None = None) -> int:
         )
 
     print(f"\nThe file is kept for you to inspect: {path}")
-    expected = acked == 2 and retried == 1 and len(dead) == 1 and stats.dead == 1
+    # bob is retried once then acked; eve is retried once then dead-lettered.
+    expected = acked == 2 and retried == 2 and len(dead) == 1 and stats.dead == 1
     if not expected:
-        print("unexpected outcome: expected 2 acked, 1 retried and 1 dead job")
+        print("unexpected outcome: expected 2 acked, 2 retried and 1 dead job")
     return 0 if expected else 1
