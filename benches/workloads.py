@@ -5,7 +5,7 @@
   B  batched:  enqueue_many 128 per call; drain with claim_batch(128) + q.ack_batch(jobs)
   C  backlog:  claim + ack rate with 1k jobs waiting vs --backlog jobs waiting, and the ratio
   memory:      RSS before, during and after draining a --backlog job backlog
-  D  wake:     cross-process wake latency -- not implemented yet
+  D  wake:     cross-process wake latency (enqueue in A -> claim in B), p50/p99, idle waiter CPU
 
     python benches/workloads.py                          # everything, both engines
     python benches/workloads.py -n 2000 --engines sqlite --workloads A,B
@@ -22,6 +22,7 @@ import gc
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -212,10 +213,71 @@ def workload_memory(target: Target, backlog: int) -> None:
     )
 
 
+WAKE_SAMPLES = 250
+WAKE_GAP_S = 0.02
+IDLE_S = 3.0
+
+
+def _open_target(engine: str, where: str) -> Store:
+    return alkstore.open(where) if engine == "sqlite" else alkstore.open(DSN, schema=where)
+
+
+def wake_consumer(engine: str, where: str, queue: str, samples: int) -> int:
+    """Process B of workload D: wait for each job and print when it got it.
+
+    Process A notes `time.time()` the moment its enqueue's commit returned;
+    the latency of sample i is B's claim time minus A's commit time (both
+    processes run on this machine, so the clocks agree). It includes B's own
+    claim commit: getting a job is a write.
+    """
+    with _open_target(engine, where) as store:
+        q = store.queue(queue)
+        # Idle cost first: a claim that waits with nothing to find.
+        cpu0, t0 = time.process_time(), time.monotonic()
+        assert q.claim("idle", timeout=IDLE_S) is None
+        idle_cpu = (time.process_time() - cpu0) / (time.monotonic() - t0)
+        print(f"idle_cpu {idle_cpu:.5f}", flush=True)
+        print("ready", flush=True)
+        for _ in range(samples):
+            job = q.claim("b", timeout=30)
+            if job is None:
+                print("timeout", flush=True)
+                return 1
+            print(f"got {job.payload['i']} {time.time():.6f}", flush=True)
+            job.ack()
+    return 0
+
+
 def workload_d_wake_latency(target: Target) -> None:
-    """Workload D (enqueue in process A -> claim in process B) needs the wake-driven
-    claim, which is not there yet."""
-    print(f"D       {target.engine:9s} workload D: not implemented yet (wake-driven claim pending)")
+    """Workload D: enqueue in process A -> claim in process B, woken by the commit."""
+    where = os.path.join(target.dir, "wake.db") if target.engine == "sqlite" else target.schema
+    with _open_target(target.engine, where) as store:
+        q = fresh_queue(store, "D")
+        child = subprocess.Popen(
+            [sys.executable, __file__, "--wake-consumer", target.engine, where, q.name, str(WAKE_SAMPLES)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout is not None
+        idle_cpu = float(child.stdout.readline().split()[1])
+        assert child.stdout.readline().strip() == "ready"
+        committed: list[float] = []
+        for i in range(WAKE_SAMPLES):
+            time.sleep(WAKE_GAP_S)  # let B get back to waiting
+            q.enqueue({"i": i})
+            committed.append(time.time())
+        got = [line.split() for line in child.stdout if line.startswith("got ")]
+        lats = sorted((float(t) - committed[int(i)]) * 1e3 for _, i, t in got)
+        child.wait(timeout=60)
+    if len(lats) != WAKE_SAMPLES:
+        raise RuntimeError(f"consumer reported {len(lats)} of {WAKE_SAMPLES} samples")
+    p50, p99 = lats[len(lats) // 2], lats[int(len(lats) * 0.99) - 1]
+    print(
+        f"D       {target.engine:9s} wake latency      p50 {p50:6.2f} ms  p99 {p99:6.2f} ms"
+        f"  max {lats[-1]:6.2f} ms  ({len(lats)} samples)",
+        flush=True,
+    )
+    print(f"D       {target.engine:9s} idle waiter CPU   {idle_cpu * 100:6.2f} % of one core", flush=True)
 
 
 # ---------------------------------------------------------------- main
@@ -239,7 +301,13 @@ def main(argv: list[str] | None = None) -> int:
         "--backlog", type=int, default=100_000, help="large backlog for C and memory (default 100000)"
     )
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: " + ", ".join(WORKLOADS))
+    ap.add_argument(
+        "--wake-consumer", nargs=4, metavar=("ENGINE", "WHERE", "QUEUE", "N"), help=argparse.SUPPRESS
+    )
     args = ap.parse_args(argv)
+    if args.wake_consumer:
+        engine, where, queue, samples = args.wake_consumer
+        return wake_consumer(engine, where, queue, int(samples))
     engines = [e for e in args.engines.split(",") if e]
     workloads = [w for w in args.workloads.split(",") if w]
     for bad in set(engines) - {"sqlite", "postgres"}:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import collections
 import os
+import random
 import selectors
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -254,3 +255,51 @@ def test_ctrl_c_interrupts_a_waiting_claim(target: Target) -> None:
         proc.wait(10)
         assert proc.returncode == 130
         assert time.monotonic() - started < 5
+
+
+def test_lapsing_leases_never_double_claim(store_factory: Callable[..., alkstore.Store]) -> None:
+    """Workers on three handles hold jobs past a 1 s lease at random: no (job, attempt) is handed
+    out twice, at most one ack per job lands, and every job ends acked or dead."""
+    stores = [store_factory() for _ in range(3)]
+    ids = stores[0].queue("lapse", visibility_timeout_s=1, max_attempts=4).enqueue_many(list(range(20)))
+    claims: collections.Counter[tuple[int, int]] = collections.Counter()
+    landed: collections.Counter[int] = collections.Counter()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    deadline = time.monotonic() + 60
+
+    def worker(n: int) -> None:
+        q = stores[n % 3].queue("lapse")
+        rng = random.Random(n)
+        try:
+            while time.monotonic() < deadline:
+                h = q.claim(f"w{n}", timeout=0.5)
+                if h is None:
+                    s = q.stats()
+                    if s.pending + s.scheduled + s.processing == 0:
+                        return
+                    continue
+                with lock:
+                    claims[(h.id, h.attempts)] += 1
+                time.sleep(rng.uniform(0, 2.5))
+                if h.ack():
+                    with lock:
+                        landed[h.id] += 1
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert errors == []
+    assert [k for k, c in claims.items() if c > 1] == []
+    assert max(landed.values(), default=0) <= 1
+    q = stores[0].queue("lapse")
+    for job_id in ids:
+        job = q.get_job(job_id)
+        if landed[job_id]:
+            assert job is None
+        else:
+            assert job is not None and job.state == "dead" and job.last_error == "attempts exhausted"

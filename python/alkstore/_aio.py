@@ -10,6 +10,7 @@ cancelled so the thread ends promptly instead of waiting out its timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -43,10 +44,9 @@ async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
             outcome: tuple[bool, Any] = (False, exc)
         else:
             outcome = (True, result)
-        try:
+        # A RuntimeError means the loop closed while we waited: nobody is left to tell.
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(_settle, fut, *outcome)
-        except RuntimeError:
-            pass  # the loop closed while we waited: nobody is left to tell
 
     threading.Thread(target=work, name="alkstore-await", daemon=True).start()
     try:

@@ -6,13 +6,27 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, TypeAlias, final
 
-JSON: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
-Seconds: TypeAlias = int | float
-Duration: TypeAlias = int | float | timedelta
-SqlParam: TypeAlias = None | bool | int | float | str | bytes
-OptionValue: TypeAlias = bool | int | float | str
+__all__ = [
+    "Job",
+    "JobHandle",
+    "JobIterator",
+    "Queue",
+    "QueueStats",
+    "StopToken",
+    "Store",
+    "Swept",
+    "Transaction",
+    "backoff_range",
+    "open",
+]
 
-def open(target: str | os.PathLike[str], **options: OptionValue) -> Store: ...
+_JSON: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
+_Seconds: TypeAlias = int | float
+_Duration: TypeAlias = int | float | timedelta
+_SqlParam: TypeAlias = bool | int | float | str | bytes | None
+_OptionValue: TypeAlias = bool | int | float | str
+
+def open(target: str | os.PathLike[str], **options: _OptionValue) -> Store: ...
 def backoff_range(attempt: int, base_s: float) -> tuple[int, int]: ...
 
 @final
@@ -25,16 +39,16 @@ class Store:
         self,
         name: str,
         *,
-        visibility_timeout_s: Seconds | None = None,
+        visibility_timeout_s: _Seconds | None = None,
         max_attempts: int | None = None,
-        backoff_base_s: Seconds | None = None,
-        dead_letter_retention_s: Seconds | None = None,
+        backoff_base_s: _Seconds | None = None,
+        dead_letter_retention_s: _Seconds | None = None,
     ) -> Queue: ...
     def transaction(self) -> Transaction: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
-    def _advance_clock(self, seconds: Seconds) -> None: ...
+    def _advance_clock(self, seconds: _Seconds) -> None: ...
 
 @final
 class Transaction:
@@ -45,8 +59,8 @@ class Transaction:
         _exc: BaseException | None = None,
         _tb: TracebackType | None = None,
     ) -> bool: ...
-    def execute(self, sql: str, params: Sequence[SqlParam] | None = None) -> int: ...
-    def query(self, sql: str, params: Sequence[SqlParam] | None = None) -> list[dict[str, Any]]: ...
+    def execute(self, sql: str, params: Sequence[_SqlParam] | None = None) -> int: ...
+    def query(self, sql: str, params: Sequence[_SqlParam] | None = None) -> list[dict[str, Any]]: ...
 
 @final
 class Queue:
@@ -54,38 +68,38 @@ class Queue:
     def name(self) -> str: ...
     def enqueue(
         self,
-        payload: JSON,
+        payload: _JSON,
         *,
-        delay: Duration | None = None,
-        run_at: datetime | Seconds | None = None,
+        delay: _Duration | None = None,
+        run_at: datetime | _Seconds | None = None,
         priority: int | None = None,
         max_attempts: int | None = None,
-        expires: Duration | None = None,
+        expires: _Duration | None = None,
         tx: Transaction | None = None,
     ) -> int: ...
     def enqueue_many(
         self,
-        payloads: Iterable[JSON],
+        payloads: Iterable[_JSON],
         *,
-        delay: Duration | None = None,
-        run_at: datetime | Seconds | None = None,
+        delay: _Duration | None = None,
+        run_at: datetime | _Seconds | None = None,
         priority: int | None = None,
         max_attempts: int | None = None,
-        expires: Duration | None = None,
+        expires: _Duration | None = None,
         tx: Transaction | None = None,
     ) -> list[int]: ...
     def claim(
-        self, worker_id: str, *, timeout: Duration | None = 0, stop: StopToken | None = None
+        self, worker_id: str, *, timeout: _Duration | None = 0, stop: StopToken | None = None
     ) -> JobHandle | None: ...
     def claim_batch(
-        self, worker_id: str, n: int, *, timeout: Duration | None = 0, stop: StopToken | None = None
+        self, worker_id: str, n: int, *, timeout: _Duration | None = 0, stop: StopToken | None = None
     ) -> list[JobHandle]: ...
-    def aclaim(self, worker_id: str, *, timeout: Duration | None = 0) -> Awaitable[JobHandle | None]: ...
+    def aclaim(self, worker_id: str, *, timeout: _Duration | None = 0) -> Awaitable[JobHandle | None]: ...
     def aclaim_batch(
-        self, worker_id: str, n: int, *, timeout: Duration | None = 0
+        self, worker_id: str, n: int, *, timeout: _Duration | None = 0
     ) -> Awaitable[list[JobHandle]]: ...
     def _claim_blocking(
-        self, worker_id: str, n: int, timeout: Duration | None, single: bool, cancel: StopToken
+        self, worker_id: str, n: int, timeout: _Duration | None, single: bool, cancel: StopToken
     ) -> JobHandle | list[JobHandle] | None: ...
     def jobs(self, worker_id: str, *, stop: StopToken | None = None, batch: int = 1) -> JobIterator: ...
     def ack_batch(self, jobs: Iterable[JobHandle], tx: Transaction | None = None) -> int: ...
@@ -122,9 +136,11 @@ class JobHandle:
     @property
     def expires_at(self) -> datetime | None: ...
     def ack(self, tx: Transaction | None = None) -> bool: ...
-    def retry(self, error: str = "", delay: Duration | None = None, tx: Transaction | None = None) -> bool: ...
+    def retry(
+        self, error: str = "", delay: _Duration | None = None, tx: Transaction | None = None
+    ) -> bool: ...
     def fail(self, error: str = "", tx: Transaction | None = None) -> bool: ...
-    def heartbeat(self, extend: Duration | None = None) -> bool: ...
+    def heartbeat(self, extend: _Duration | None = None) -> bool: ...
     def release(self) -> bool: ...
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -170,7 +186,13 @@ class Job:
 @final
 class QueueStats:
     def __new__(
-        cls, *, pending: int, scheduled: int, processing: int, dead: int, oldest_ready_age_s: int | None = None
+        cls,
+        *,
+        pending: int,
+        scheduled: int,
+        processing: int,
+        dead: int,
+        oldest_ready_age_s: int | None = None,
     ) -> QueueStats: ...
     @property
     def pending(self) -> int: ...
@@ -197,7 +219,7 @@ class StopToken:
     def stop(self) -> None: ...
     @property
     def stopped(self) -> bool: ...
-    def wait(self, timeout: Seconds | None = None) -> bool: ...
+    def wait(self, timeout: _Seconds | None = None) -> bool: ...
 
 @final
 class JobIterator:

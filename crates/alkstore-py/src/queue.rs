@@ -176,6 +176,7 @@ impl Queue {
     /// Claims one job: `timeout=0` looks once, seconds wait up to that long
     /// (woken by commits), None waits until a job arrives, `stop` or close.
     #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default(), stop=None))]
+    #[pyo3(text_signature = "(self, worker_id, *, timeout=0, stop=None)")]
     fn claim(
         &self,
         py: Python<'_>,
@@ -188,6 +189,7 @@ impl Queue {
 
     /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
     #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default(), stop=None))]
+    #[pyo3(text_signature = "(self, worker_id, n, *, timeout=0, stop=None)")]
     fn claim_batch(
         &self,
         py: Python<'_>,
@@ -201,12 +203,14 @@ impl Queue {
 
     /// The asyncio twin of `claim`.
     #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default()))]
+    #[pyo3(text_signature = "(self, worker_id, *, timeout=0)")]
     fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, 1, timeout, true)
     }
 
     /// The asyncio twin of `claim_batch`.
     #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default()))]
+    #[pyo3(text_signature = "(self, worker_id, n, *, timeout=0)")]
     fn aclaim_batch(slf: &Bound<'_, Self>, worker_id: &str, n: i64, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
         Self::bridge(slf, worker_id, n, timeout, false)
     }

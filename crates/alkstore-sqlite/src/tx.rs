@@ -104,12 +104,16 @@ impl Tx for SqliteTx {
         let before = conn.total_changes();
         // Run to the end, draining any rows (`INSERT … RETURNING`, a SELECT).
         let mut rows = stmt.query(params_from_iter(params.iter().map(Param))).db()?;
-        while rows.next().db()?.is_some() {}
+        let mut returned = 0;
+        while rows.next().db()?.is_some() {
+            returned += 1;
+        }
         drop(rows);
         drop(stmt);
         // sqlite3_changes() keeps the count of the last INSERT/UPDATE/DELETE,
-        // so a SELECT or DDL would report a stale number: they changed no row.
-        let changed = if conn.total_changes() == before { 0 } else { conn.changes() };
+        // so a SELECT or DDL would report a stale number. Like Postgres's
+        // command tag: rows changed, else rows returned (a SELECT), else 0.
+        let changed = if conn.total_changes() == before { returned } else { conn.changes() };
         still_open(conn)?;
         Ok(changed)
     }
