@@ -9,10 +9,8 @@ use crate::error::DbResult;
 
 /// The migrations this build knows, in order. Never edit a released one: add
 /// the next number instead.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("migrations/0001_init.sql")),
-    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
-];
+const MIGRATIONS: &[(i64, &str)] =
+    &[(1, include_str!("migrations/0001_init.sql")), (2, include_str!("migrations/0002_locks_schedules_streams.sql"))];
 
 /// The schema version this build writes.
 pub(crate) const SCHEMA_VERSION: i64 = 2;
