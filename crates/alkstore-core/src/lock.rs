@@ -15,7 +15,10 @@ use crate::store::Store;
 /// released". Bounded so `now + ttl` stays far inside both engines' integers.
 pub const MAX_TTL_S: i64 = 1_000_000_000_000;
 
-fn check(name: &str, owner: &str, ttl_s: Option<i64>) -> Result<()> {
+/// The argument rules of every lock call; `ttl_s` None skips the ttl check.
+/// Public so a binding can refuse bad arguments when the lock object is
+/// made, before any I/O.
+pub fn validate_lock(name: &str, owner: &str, ttl_s: Option<i64>) -> Result<()> {
     validate_name("lock", name)?;
     validate_name("lock owner", owner)?;
     if let Some(t) = ttl_s {
@@ -30,7 +33,7 @@ impl Store {
     /// Takes `name` for `owner` until `now + ttl_s`: when it is free, lapsed,
     /// or already `owner`'s (re-acquiring extends it). `LockHeld` otherwise.
     pub fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<()> {
-        check(name, owner, Some(ttl_s))?;
+        validate_lock(name, owner, Some(ttl_s))?;
         self.enter(None)?;
         if self.engine().lock_acquire(name, owner, ttl_s)? {
             Ok(())
@@ -42,14 +45,14 @@ impl Store {
     /// Extends `owner`'s lease to `now + ttl_s` while it is unexpired
     /// (`now <= expires_at`); false once it lapsed or another owner took it.
     pub fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
-        check(name, owner, Some(ttl_s))?;
+        validate_lock(name, owner, Some(ttl_s))?;
         self.enter(None)?;
         self.engine().lock_renew(name, owner, ttl_s)
     }
 
     /// Drops `owner`'s lease; false when `owner` did not hold it.
     pub fn lock_release(&self, name: &str, owner: &str) -> Result<bool> {
-        check(name, owner, None)?;
+        validate_lock(name, owner, None)?;
         self.enter(None)?;
         self.engine().lock_release(name, owner)
     }
@@ -62,11 +65,11 @@ mod tests {
 
     #[test]
     fn arguments() {
-        assert!(check("nightly", "me", Some(1)).is_ok());
-        assert!(matches!(check(SCHEDULER_LOCK, "me", Some(30)), Err(Error::InvalidName { .. })));
-        assert!(matches!(check("", "me", None), Err(Error::InvalidName { .. })));
-        assert!(matches!(check("x", "", None), Err(Error::InvalidName { .. })));
-        assert!(matches!(check("x", "me", Some(0)), Err(Error::Value(_))));
-        assert!(matches!(check("x", "me", Some(MAX_TTL_S + 1)), Err(Error::Value(_))));
+        assert!(validate_lock("nightly", "me", Some(1)).is_ok());
+        assert!(matches!(validate_lock(SCHEDULER_LOCK, "me", Some(30)), Err(Error::InvalidName { .. })));
+        assert!(matches!(validate_lock("", "me", None), Err(Error::InvalidName { .. })));
+        assert!(matches!(validate_lock("x", "", None), Err(Error::InvalidName { .. })));
+        assert!(matches!(validate_lock("x", "me", Some(0)), Err(Error::Value(_))));
+        assert!(matches!(validate_lock("x", "me", Some(MAX_TTL_S + 1)), Err(Error::Value(_))));
     }
 }
