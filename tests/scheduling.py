@@ -20,7 +20,10 @@ def wait_until(pred: Callable[[], bool], timeout: float = 20, what: str = "condi
 
 
 def pending(store: alkstore.Store, queue: str) -> int:
-    return store.queue(queue).stats().pending
+    """Unclaimed jobs of `queue`. Scheduled ones count too: a job fired by a
+    handle whose clock runs ahead is ready only in that handle's future."""
+    s = store.queue(queue).stats()
+    return s.pending + s.scheduled
 
 
 def next_fire(store: alkstore.Store, name: str) -> int:
