@@ -10,8 +10,10 @@ __all__ = [
     "Job",
     "JobHandle",
     "JobIterator",
+    "Lock",
     "Queue",
     "QueueStats",
+    "Schedule",
     "StopToken",
     "Store",
     "Swept",
@@ -50,11 +52,11 @@ class Store:
         name: str,
         spec: str,
         queue: str,
-        payload: JSON = None,
+        payload: _JSON = None,
         *,
         priority: int = ...,
         max_attempts: int | None = None,
-        expires: Duration | None = None,
+        expires: _Duration | None = None,
         tx: Transaction | None = None,
     ) -> None: ...
     def unschedule(self, name: str, tx: Transaction | None = None) -> bool: ...
@@ -62,7 +64,7 @@ class Store:
     def run_schedules(self, stop: StopToken | None = None) -> None: ...
     def arun_schedules(self, stop: StopToken | None = None) -> Awaitable[None]: ...
     def _run_schedules_blocking(self, stop: StopToken | None, cancel: StopToken) -> None: ...
-    def lock(self, name: str, ttl_s: Duration, owner: str | None = None) -> Lock: ...
+    def lock(self, name: str, ttl_s: _Duration, owner: str | None = None) -> Lock: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
