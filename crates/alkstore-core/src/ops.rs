@@ -55,12 +55,17 @@ pub struct TickReport {
 pub trait ScheduleOps {
     /// Upserts by name. Same interval as stored: keep `next_fire_at` (store the
     /// new spec text and options). New or changed interval: `next_fire_at` =
-    /// the first boundary strictly after now. Sends a wake (pg: `pg_notify`).
+    /// the first boundary strictly after now (the engine's clock, offset
+    /// included; `row.next_fire_at` is ignored). Sends a wake (pg: `pg_notify`).
     fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, row: &ScheduleRow) -> Result<()>;
     /// Deletes by name; false when absent.
     fn schedule_delete(&self, tx: Option<&mut dyn Tx>, name: &str) -> Result<bool>;
-    /// Every schedule, by name.
+    /// Every schedule, by name (byte order, the same on both engines).
     fn schedule_list(&self) -> Result<Vec<ScheduleRow>>;
+    /// The earliest `next_fire_at` over all schedules; a read only, so the
+    /// runner can re-check after a wake without writing (a write would wake
+    /// it again).
+    fn schedule_next_due(&self) -> Result<Option<i64>>;
     /// For every schedule due at `now`: under a row lock, enqueue the fires
     /// planned by [`crate::schedule::plan_tick`] (derived queue defaults:
     /// vt 300 s, base 5 s, retention none; the row's priority, max_attempts

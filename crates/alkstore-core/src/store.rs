@@ -99,7 +99,7 @@ impl Store {
     }
 
     /// The checks every call makes: open store; with no `tx`, a free thread.
-    fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
+    pub(crate) fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
         self.open_check()?;
         match tx {
             Some(s) => s.live().map(Some),
@@ -111,7 +111,11 @@ impl Store {
     }
 
     /// Runs `f` and dooms the session when it fails with a database error.
-    fn in_tx<T>(&self, tx: Option<&mut TxSession>, f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>) -> Result<T> {
+    pub(crate) fn in_tx<T>(
+        &self,
+        tx: Option<&mut TxSession>,
+        f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(s) => {
                 let inner = s.live()?;
@@ -150,13 +154,7 @@ impl Store {
         jobs: &[NewJob],
     ) -> Result<Vec<i64>> {
         for job in jobs {
-            if job.payload.len() > self.options.max_payload_bytes {
-                return Err(Error::Value(format!(
-                    "payload is {} bytes of JSON, over max_payload_bytes={}",
-                    job.payload.len(),
-                    self.options.max_payload_bytes
-                )));
-            }
+            self.check_payload(&job.payload)?;
             if let Some(m) = job.max_attempts {
                 if m < 1 {
                     return Err(Error::Value(format!("max_attempts must be >= 1, got {m}")));
@@ -168,6 +166,18 @@ impl Store {
             return Ok(Vec::new());
         }
         self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs))
+    }
+
+    /// Refuses JSON text over `max_payload_bytes` (SPEC §4.1), before any write.
+    pub(crate) fn check_payload(&self, payload: &str) -> Result<()> {
+        if payload.len() > self.options.max_payload_bytes {
+            return Err(Error::Value(format!(
+                "payload is {} bytes of JSON, over max_payload_bytes={}",
+                payload.len(),
+                self.options.max_payload_bytes
+            )));
+        }
+        Ok(())
     }
 
     /// `claim` / `claim_batch` without waiting.

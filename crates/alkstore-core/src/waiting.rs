@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::stop::StopToken;
 use crate::store::Store;
+use crate::wake::WakeHub;
 
 /// The longest the loop sleeps before checking for signals and stop.
 pub const SLICE: Duration = Duration::from_millis(100);
@@ -94,33 +95,43 @@ impl Store {
                     }
                 }
             }
-            // Sleep in slices until something changes or `until` passes.
-            loop {
-                let slice_end = until.min(Instant::now() + SLICE);
-                if hub.wait(seen, slice_end) || Instant::now() >= until {
-                    break;
-                }
-                if self.is_closed() {
-                    return Err(Error::StoreClosed);
-                }
-                if spec.stopped() {
-                    return Ok(None);
-                }
-                if (spec.interrupted)() {
-                    return Err(Error::Interrupted);
-                }
+            if !self.nap(&hub, seen, until, spec)? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Sleeps until `hub` moves past `seen` or `until` passes, in slices of
+    /// at most [`SLICE`] that check close, stop and the interrupt. Returns
+    /// false when a stop token ended the nap; `StoreClosed` / `Interrupted`
+    /// when those did.
+    pub(crate) fn nap(&self, hub: &WakeHub, seen: u64, until: Instant, spec: &WaitSpec<'_>) -> Result<bool> {
+        loop {
+            let slice_end = until.min(Instant::now() + SLICE);
+            if hub.wait(seen, slice_end) || Instant::now() >= until {
+                break;
+            }
+            if self.is_closed() {
+                return Err(Error::StoreClosed);
+            }
+            if spec.stopped() {
+                return Ok(false);
             }
             if (spec.interrupted)() {
                 return Err(Error::Interrupted);
             }
         }
+        if (spec.interrupted)() {
+            return Err(Error::Interrupted);
+        }
+        Ok(true)
     }
 }
 
 /// How long until the database clock reaches second `at`, given it reads
 /// `now` (whole seconds, so the current second may be nearly over). Within the
 /// last second we re-check every 50 ms instead of guessing its phase.
-fn until_db_second(at: i64, now: i64) -> Duration {
+pub(crate) fn until_db_second(at: i64, now: i64) -> Duration {
     let whole = at - now - 1;
     if whole <= 0 {
         Duration::from_millis(50)

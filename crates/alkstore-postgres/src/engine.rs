@@ -94,7 +94,7 @@ impl PgEngine {
 
     /// Runs `op` on the caller's transaction when given, else on a pooled
     /// connection held for just this call.
-    fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
         let offset = self.offset.load(Ordering::SeqCst);
         let r = match tx {
             Some(t) => {

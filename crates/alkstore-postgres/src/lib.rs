@@ -18,12 +18,14 @@ mod enqueue;
 mod error;
 mod handle;
 mod listen;
+mod locks;
 mod migrate;
 mod params;
 mod pool;
 mod reads;
 mod rows;
 mod runtime;
+mod schedules;
 mod sql;
 mod sweep;
 #[cfg(test)]

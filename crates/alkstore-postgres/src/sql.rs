@@ -9,7 +9,7 @@
 //! a clock.
 
 /// The database clock in whole Unix seconds plus the offset parameter `$1`.
-const NOW: &str =
+pub(crate) const NOW: &str =
     "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t)";
 
 /// Columns a dead row copies from the live row, in table order.
@@ -87,6 +87,10 @@ pub struct Statements {
     pub next_wake: String,
     /// The clock.
     pub now: String,
+    /// TTL locks (SPEC §10).
+    pub locks: crate::locks::LockSql,
+    /// Schedules (SPEC §8).
+    pub schedules: crate::schedules::ScheduleSql,
 }
 
 /// `schema` quoted as an identifier. The name is validated at open (ASCII
@@ -101,7 +105,8 @@ impl Statements {
         let s = quote_ident(schema);
         // The channel is ASCII letters, digits and `_` (from the validated
         // schema name), so it is safe inside a string literal.
-        let notify = format!("pg_notify('{}', queue)", crate::listen::channel(schema));
+        let channel = crate::listen::channel(schema);
+        let notify = format!("pg_notify('{channel}', queue)");
         let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
         Statements {
             enqueue_one: format!(
@@ -235,6 +240,8 @@ impl Statements {
                     WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)))"
             ),
             now: "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint".to_owned(),
+            locks: crate::locks::LockSql::new(&s, &channel),
+            schedules: crate::schedules::ScheduleSql::new(&s, &channel),
         }
     }
 }

@@ -9,7 +9,9 @@ mod errors;
 mod handle;
 mod iter;
 mod json;
+mod lock;
 mod queue;
+mod schedule;
 mod stop;
 mod store;
 mod tx;
@@ -45,5 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tx::Transaction>()?;
     m.add_class::<stop::StopToken>()?;
     m.add_class::<iter::JobIterator>()?;
+    m.add_class::<schedule::Schedule>()?;
+    m.add_class::<lock::Lock>()?;
     Ok(())
 }

@@ -11,7 +11,10 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
 use crate::convert::{integer, number};
 use crate::errors::IntoPyResult;
+use crate::lock::Lock;
 use crate::queue::Queue;
+use crate::schedule::{Priority, Schedule, ScheduleArgs};
+use crate::stop::StopToken;
 use crate::tx::Transaction;
 
 /// An open alkstore: a SQLite file or a Postgres database.
@@ -119,6 +122,70 @@ impl Store {
     /// A transaction block: `with store.transaction() as tx: ...`.
     fn transaction(&self) -> Transaction {
         Transaction::new(self.inner.clone())
+    }
+
+    /// Registers a schedule, upserting by name (SPEC §8): every boundary of
+    /// `spec` (`@every <n><s|m|h|d>`) enqueues `payload` into `queue`.
+    #[pyo3(signature = (name, spec, queue, payload=None, *, priority=Priority(0), max_attempts=None, expires=None, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn schedule(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        spec: &str,
+        queue: &str,
+        payload: Option<&Bound<'_, PyAny>>,
+        priority: Priority,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<()> {
+        let args = ScheduleArgs { name, spec, queue, payload, priority, max_attempts, expires };
+        crate::schedule::schedule(py, &self.inner, args, tx)
+    }
+
+    /// Removes a schedule; False when there was none.
+    #[pyo3(signature = (name, tx=None))]
+    fn unschedule(&self, py: Python<'_>, name: &str, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+        crate::schedule::unschedule(py, &self.inner, name, tx)
+    }
+
+    /// Every schedule, by name.
+    fn schedules(&self, py: Python<'_>) -> PyResult<Vec<Schedule>> {
+        crate::schedule::schedules(py, &self.inner)
+    }
+
+    /// Runs the scheduler until `stop` is set: standby until it holds the
+    /// leadership lease, then fires due boundaries. Raises `LeadershipLost`
+    /// if the lease is lost, `StoreClosed` on close.
+    #[pyo3(signature = (stop=None))]
+    fn run_schedules(&self, py: Python<'_>, stop: Option<&Bound<'_, StopToken>>) -> PyResult<()> {
+        crate::schedule::run_schedules(py, &self.inner, stop, None)
+    }
+
+    /// The asyncio twin of `run_schedules`; cancelling the task stops the runner.
+    #[pyo3(signature = (stop=None))]
+    fn arun_schedules(slf: &Bound<'_, Self>, stop: Option<&Bound<'_, StopToken>>) -> PyResult<Py<PyAny>> {
+        let run = slf.py().import("alkstore._aio")?.getattr("run_blocking")?;
+        let step = slf.getattr("_run_schedules_blocking")?;
+        Ok(run.call1((step, stop))?.unbind())
+    }
+
+    /// One blocking run for the asyncio bridge (`cancel` is set when the task is cancelled).
+    fn _run_schedules_blocking(
+        &self,
+        py: Python<'_>,
+        stop: Option<&Bound<'_, StopToken>>,
+        cancel: &Bound<'_, StopToken>,
+    ) -> PyResult<()> {
+        crate::schedule::run_schedules(py, &self.inner, stop, Some(cancel))
+    }
+
+    /// A TTL lease on `name`, used as `with store.lock(name, ttl_s) as lock:`.
+    /// `owner=None` draws a fresh random owner for this lock object.
+    #[pyo3(signature = (name, ttl_s, owner=None))]
+    fn lock(&self, py: Python<'_>, name: &str, ttl_s: &Bound<'_, PyAny>, owner: Option<String>) -> PyResult<Lock> {
+        Lock::new(py, self.inner.clone(), name, ttl_s, owner)
     }
 
     /// Closes the store; idempotent.

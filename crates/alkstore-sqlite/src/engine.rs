@@ -17,7 +17,7 @@ use crate::{cancel, claim, enqueue, handle, reads, sweep};
 
 /// One open SQLite store handle.
 pub(crate) struct SqliteEngine {
-    conns: Conns,
+    pub(crate) conns: Conns,
     /// The test-only clock shift (`_advance_clock`), added to `unixepoch()`.
     offset: AtomicI64,
     /// For the wake watcher's own connection.
@@ -36,14 +36,19 @@ impl SqliteEngine {
         }
     }
 
+    /// The test-only clock shift to add to `unixepoch()`.
     #[inline]
-    fn offset(&self) -> i64 {
+    pub(crate) fn offset(&self) -> i64 {
         self.offset.load(Ordering::Relaxed)
     }
 
     /// Runs a write op on the caller's transaction when given, else on the writer.
     #[inline]
-    fn write<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection, Scope) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        f: impl FnOnce(&Connection, Scope) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?, Scope::Caller),
             None => self.conns.with_writer(|c| f(c, Scope::Own)),

@@ -1,0 +1,69 @@
+//! TTL locks (SPEC §10): one row per name in `<schema>.locks`, each op a
+//! single statement judged by the server clock plus the handle's offset.
+//!
+//! A lease covers `now <= expires_at` (the job handle's rule), so it can be
+//! taken over once `expires_at < now`.
+
+use alkstore_core::{LockOps, Result};
+
+use crate::ctx::span;
+use crate::engine::PgEngine;
+use crate::sql::NOW;
+
+/// The lock statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub struct LockSql {
+    /// Takes the lease when free, lapsed or already this owner's: one
+    /// upsert, so two acquirers never both win (the loser's conflict check
+    /// runs against the winner's committed row). `$2` name, `$3` owner, `$4`
+    /// ttl. `excluded.expires_at - $4` is `now`: the conflict clause cannot
+    /// see the CTE. Returns a row exactly when acquired.
+    pub acquire: String,
+    /// Extends the owner's unexpired lease; same parameters.
+    pub renew: String,
+    /// Drops the owner's lease (`$1` name, `$2` owner) and wakes the
+    /// store's waiters, so a standby scheduler takes over at once, as every
+    /// commit does on SQLite.
+    pub release: String,
+}
+
+impl LockSql {
+    /// For the quoted schema `s` and the store's notification `channel`.
+    pub fn new(s: &str, channel: &str) -> Self {
+        LockSql {
+            acquire: format!(
+                "{NOW} INSERT INTO {s}.locks AS l (name, owner, expires_at) \
+                 SELECT $2::text, $3::text, n.t + $4::bigint FROM n \
+                 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at \
+                 WHERE l.expires_at < excluded.expires_at - $4::bigint OR l.owner = excluded.owner \
+                 RETURNING 1"
+            ),
+            renew: format!(
+                "{NOW} UPDATE {s}.locks SET expires_at = (SELECT t FROM n) + $4::bigint \
+                 WHERE name = $2::text AND owner = $3::text AND expires_at >= (SELECT t FROM n)"
+            ),
+            release: format!(
+                "DELETE FROM {s}.locks WHERE name = $1::text AND owner = $2::text \
+                 RETURNING pg_notify('{channel}', name)"
+            ),
+        }
+    }
+}
+
+impl LockOps for PgEngine {
+    fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
+        let ttl = span(ttl_s);
+        self.run(None, async |cx| {
+            Ok(!cx.query(&cx.sql.locks.acquire, &[&cx.offset, &name, &owner, &ttl]).await?.is_empty())
+        })
+    }
+
+    fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
+        let ttl = span(ttl_s);
+        self.run(None, async |cx| Ok(cx.execute(&cx.sql.locks.renew, &[&cx.offset, &name, &owner, &ttl]).await? > 0))
+    }
+
+    fn lock_release(&self, name: &str, owner: &str) -> Result<bool> {
+        self.run(None, async |cx| Ok(cx.execute(&cx.sql.locks.release, &[&name, &owner]).await? > 0))
+    }
+}

@@ -1,0 +1,175 @@
+//! Schedules (SPEC §8) in `<schema>.schedules`: registration, and the tick
+//! that fires due boundaries.
+//!
+//! A tick handles each due schedule in its own transaction: lock the row
+//! (`SELECT … FOR UPDATE`), plan with [`alkstore_core::schedule::plan_tick`],
+//! advance `next_fire_at` with a conditional update, and enqueue the fires
+//! through the engine's one enqueue path — all committed together. Two
+//! tickers queue on the row lock; the second then reads the advanced row
+//! and fires nothing, and the conditional advance backs that up.
+
+use alkstore_core::schedule::{next_boundary_after, plan_tick};
+use alkstore_core::{Engine, NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
+use tokio_postgres::Row;
+
+use crate::ctx::{span, Ctx};
+use crate::engine::PgEngine;
+use crate::enqueue;
+use crate::reads;
+use crate::rows::col;
+use crate::sql::NOW;
+
+/// The columns [`schedule_row`] reads, in order.
+const COLS: &str = "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at";
+
+/// The schedule statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub struct ScheduleSql {
+    /// Upsert by name (`$1`..`$9` in [`COLS`] order). `$9`, the first
+    /// boundary after now, is used only when the interval is new or
+    /// changed: the same interval keeps the stored next fire. Wakes the
+    /// store's waiters at commit (the runner may need to fire sooner).
+    pub upsert: String,
+    /// Deletes by name.
+    pub delete: String,
+    /// Every schedule in byte order of name (`COLLATE "C"`, as SQLite's BINARY).
+    pub list: String,
+    /// Names due at the clock (`$1` offset), oldest boundary first.
+    pub due: String,
+    /// One schedule, row-locked until the tick's transaction ends.
+    pub lock_one: String,
+    /// `next_fire_at := $3` for `$1` only if it still is `$2`.
+    pub advance: String,
+    /// The earliest next fire (an index seek on `schedules_due`).
+    pub next_due: String,
+}
+
+impl ScheduleSql {
+    /// For the quoted schema `s` and the store's notification `channel`.
+    pub fn new(s: &str, channel: &str) -> Self {
+        ScheduleSql {
+            upsert: format!(
+                "INSERT INTO {s}.schedules AS x ({COLS}) \
+                 VALUES ($1::text, $2::text, $3::bigint, $4::text, $5::text, $6::int, $7::bigint, $8::bigint, \
+                 $9::bigint) \
+                 ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, interval_s = excluded.interval_s, \
+                 queue = excluded.queue, payload = excluded.payload, priority = excluded.priority, \
+                 max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, \
+                 next_fire_at = CASE WHEN x.interval_s = excluded.interval_s \
+                 THEN x.next_fire_at ELSE excluded.next_fire_at END \
+                 RETURNING pg_notify('{channel}', x.name)"
+            ),
+            delete: format!("DELETE FROM {s}.schedules WHERE name = $1::text"),
+            list: format!("SELECT {COLS} FROM {s}.schedules ORDER BY name COLLATE \"C\""),
+            due: format!(
+                "{NOW} SELECT name FROM {s}.schedules WHERE next_fire_at <= (SELECT t FROM n) \
+                 ORDER BY next_fire_at, name COLLATE \"C\""
+            ),
+            lock_one: format!("SELECT {COLS} FROM {s}.schedules WHERE name = $1::text FOR UPDATE"),
+            advance: format!(
+                "UPDATE {s}.schedules SET next_fire_at = $3::bigint WHERE name = $1::text AND next_fire_at = $2::bigint"
+            ),
+            next_due: format!("SELECT min(next_fire_at) FROM {s}.schedules"),
+        }
+    }
+}
+
+fn schedule_row(r: &Row) -> Result<ScheduleRow> {
+    Ok(ScheduleRow {
+        name: col(r, 0)?,
+        spec: col(r, 1)?,
+        interval_s: col(r, 2)?,
+        queue: col(r, 3)?,
+        payload: col(r, 4)?,
+        priority: col(r, 5)?,
+        max_attempts: col(r, 6)?,
+        expires_s: col(r, 7)?,
+        next_fire_at: col(r, 8)?,
+    })
+}
+
+/// One schedule's fires, inside the tick's transaction: Some((fired,
+/// skipped)) to commit, None when there is nothing to keep.
+async fn fire(cx: &Ctx<'_>, name: &str) -> Result<Option<(i64, i64)>> {
+    let rows = cx.query(&cx.sql.schedules.lock_one, &[&name]).await?;
+    let Some(r) = rows.first() else {
+        return Ok(None); // unscheduled since we listed it
+    };
+    let s = schedule_row(r)?;
+    // Read after the lock: it may have waited behind another ticker.
+    let plan = plan_tick(s.next_fire_at, s.interval_s, reads::now(cx).await?);
+    if plan.fire.is_empty() {
+        return Ok(None); // the other ticker fired it
+    }
+    let moved = cx.execute(&cx.sql.schedules.advance, &[&name, &s.next_fire_at, &plan.next_fire_at]).await?;
+    if moved == 0 {
+        return Ok(None);
+    }
+    let job = NewJob {
+        payload: s.payload,
+        ready: ReadyAt::Now,
+        priority: s.priority,
+        max_attempts: s.max_attempts,
+        expires_s: s.expires_s,
+    };
+    let jobs = vec![job; plan.fire.len()];
+    let ids = enqueue::enqueue(cx, &s.queue, &QueueOpts::default(), &jobs).await?;
+    Ok(Some((ids.len() as i64, plan.skipped)))
+}
+
+impl PgEngine {
+    /// Fires one schedule in its own transaction.
+    fn tick_one(&self, name: &str) -> Result<(i64, i64)> {
+        let mut tx = self.begin()?;
+        match self.run(Some(tx.as_mut()), async |cx| fire(cx, name).await) {
+            Ok(Some(counts)) => tx.commit().map(|()| counts),
+            Ok(None) => tx.rollback().map(|()| (0, 0)),
+            Err(e) => {
+                // The original error is the one to report.
+                let _ = tx.rollback();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl ScheduleOps for PgEngine {
+    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
+        let expires = r.expires_s.map(span);
+        self.run(tx, async |cx| {
+            let next = next_boundary_after(reads::now(cx).await?, r.interval_s);
+            cx.execute(
+                &cx.sql.schedules.upsert,
+                &[&r.name, &r.spec, &r.interval_s, &r.queue, &r.payload, &r.priority, &r.max_attempts, &expires, &next],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+
+    fn schedule_delete(&self, tx: Option<&mut dyn Tx>, name: &str) -> Result<bool> {
+        self.run(tx, async |cx| Ok(cx.execute(&cx.sql.schedules.delete, &[&name]).await? > 0))
+    }
+
+    fn schedule_list(&self) -> Result<Vec<ScheduleRow>> {
+        self.run(None, async |cx| cx.query(&cx.sql.schedules.list, &[]).await?.iter().map(schedule_row).collect())
+    }
+
+    fn schedule_next_due(&self) -> Result<Option<i64>> {
+        self.run(None, async |cx| col(&cx.query_one(&cx.sql.schedules.next_due, &[]).await?, 0))
+    }
+
+    fn schedule_tick(&self) -> Result<TickReport> {
+        let due: Vec<String> = self.run(None, async |cx| {
+            cx.query(&cx.sql.schedules.due, &[&cx.offset]).await?.iter().map(|r| col(r, 0)).collect()
+        })?;
+        let mut report = TickReport::default();
+        for name in &due {
+            let (fired, skipped) = self.tick_one(name)?;
+            report.fired += fired;
+            report.skipped += skipped;
+        }
+        report.next_due = self.schedule_next_due()?;
+        Ok(report)
+    }
+}

@@ -1,0 +1,169 @@
+//! Schedules (SPEC §8) in `__alkstore_scheduler_tasks`: registration, and
+//! the tick that fires due boundaries.
+//!
+//! A tick handles each due schedule in its own `BEGIN IMMEDIATE`
+//! transaction on the writer: re-read the row, plan with
+//! [`alkstore_core::schedule::plan_tick`], advance `next_fire_at` with a
+//! conditional update, and enqueue the fires through the engine's one
+//! enqueue path. The single writer already serialises tickers; the
+//! conditional advance is what makes a second ticker (another process, a
+//! rogue runner) fire nothing when it loses the race.
+
+use alkstore_core::schedule::{next_boundary_after, plan_tick};
+use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
+use rusqlite::{params, Connection, OptionalExtension, Row};
+
+use crate::conn::{atomic, now, span, Scope};
+use crate::engine::SqliteEngine;
+use crate::enqueue;
+use crate::error::DbResult;
+
+/// The columns [`row`] reads, in order.
+macro_rules! cols {
+    () => {
+        "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at"
+    };
+}
+
+/// Upsert by name. `?9` is the first boundary after now, used only when the
+/// interval is new or changed: re-registering the same interval (in any
+/// unit) keeps the stored next fire, so a restart never delays or skips one.
+pub(crate) const SCHEDULE_UPSERT: &str = concat!(
+    "INSERT INTO __alkstore_scheduler_tasks (",
+    cols!(),
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+     ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, interval_s = excluded.interval_s, \
+     queue = excluded.queue, payload = excluded.payload, priority = excluded.priority, \
+     max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, \
+     next_fire_at = CASE WHEN __alkstore_scheduler_tasks.interval_s = excluded.interval_s \
+     THEN __alkstore_scheduler_tasks.next_fire_at ELSE excluded.next_fire_at END"
+);
+
+/// Deletes by name.
+pub(crate) const SCHEDULE_DELETE: &str = "DELETE FROM __alkstore_scheduler_tasks WHERE name = ?1";
+
+/// Every schedule in name order (BINARY collation: byte order, as pg's `COLLATE "C"`).
+pub(crate) const SCHEDULE_LIST: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks ORDER BY name");
+
+/// One schedule, read inside the tick's transaction.
+pub(crate) const SCHEDULE_ONE: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks WHERE name = ?1");
+
+/// Names of the schedules due at `?1`, oldest boundary first.
+pub(crate) const SCHEDULE_DUE: &str =
+    "SELECT name FROM __alkstore_scheduler_tasks WHERE next_fire_at <= ?1 ORDER BY next_fire_at, name";
+
+/// The conditional advance: lands only if nobody moved the row since we
+/// read `?2`. `?1` name, `?3` the new next fire.
+pub(crate) const SCHEDULE_ADVANCE: &str =
+    "UPDATE __alkstore_scheduler_tasks SET next_fire_at = ?3 WHERE name = ?1 AND next_fire_at = ?2";
+
+/// The earliest next fire (an index seek on `__alkstore_scheduler_due`).
+pub(crate) const SCHEDULE_NEXT_DUE: &str = "SELECT min(next_fire_at) FROM __alkstore_scheduler_tasks";
+
+fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
+    Ok(ScheduleRow {
+        name: r.get(0)?,
+        spec: r.get(1)?,
+        interval_s: r.get(2)?,
+        queue: r.get(3)?,
+        payload: r.get(4)?,
+        priority: r.get(5)?,
+        max_attempts: r.get(6)?,
+        expires_s: r.get(7)?,
+        next_fire_at: r.get(8)?,
+    })
+}
+
+/// Fires one schedule's due boundaries in one transaction: (fired, skipped).
+fn tick_one(conn: &Connection, offset: i64, name: &str) -> Result<(i64, i64)> {
+    atomic(conn, Scope::Own, |c| {
+        let Some(s) = c.prepare_cached(SCHEDULE_ONE).and_then(|mut st| st.query_row([name], row).optional()).db()?
+        else {
+            return Ok((0, 0)); // unscheduled since we listed it
+        };
+        let plan = plan_tick(s.next_fire_at, s.interval_s, now(c, offset)?);
+        if plan.fire.is_empty() {
+            return Ok((0, 0)); // another ticker fired it first
+        }
+        // Advance first: when it does not land, nothing was written and the
+        // empty transaction commits harmlessly.
+        let moved = c
+            .prepare_cached(SCHEDULE_ADVANCE)
+            .and_then(|mut st| st.execute(params![name, s.next_fire_at, plan.next_fire_at]))
+            .db()?;
+        if moved == 0 {
+            return Ok((0, 0));
+        }
+        let job = NewJob {
+            payload: s.payload,
+            ready: ReadyAt::Now,
+            priority: s.priority,
+            max_attempts: s.max_attempts,
+            expires_s: s.expires_s,
+        };
+        let jobs = vec![job; plan.fire.len()];
+        // Inside our transaction: a batch becomes a savepoint of it.
+        let ids = enqueue::enqueue(c, Scope::Caller, offset, &s.queue, &QueueOpts::default(), &jobs)?;
+        Ok((ids.len() as i64, plan.skipped))
+    })
+}
+
+impl ScheduleOps for SqliteEngine {
+    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
+        let offset = self.offset();
+        self.write(tx, |c, _| {
+            let next = next_boundary_after(now(c, offset)?, r.interval_s);
+            c.prepare_cached(SCHEDULE_UPSERT)
+                .and_then(|mut st| {
+                    st.execute(params![
+                        r.name,
+                        r.spec,
+                        r.interval_s,
+                        r.queue,
+                        r.payload,
+                        r.priority,
+                        r.max_attempts,
+                        r.expires_s.map(span),
+                        next
+                    ])
+                })
+                .db()?;
+            Ok(())
+        })
+    }
+
+    fn schedule_delete(&self, tx: Option<&mut dyn Tx>, name: &str) -> Result<bool> {
+        self.write(tx, |c, _| Ok(c.prepare_cached(SCHEDULE_DELETE).and_then(|mut st| st.execute([name])).db()? > 0))
+    }
+
+    fn schedule_list(&self) -> Result<Vec<ScheduleRow>> {
+        self.conns.with_reader(|c| {
+            let mut st = c.prepare_cached(SCHEDULE_LIST).db()?;
+            let rows = st.query_map([], row).db()?;
+            rows.collect::<rusqlite::Result<Vec<_>>>().db()
+        })
+    }
+
+    fn schedule_next_due(&self) -> Result<Option<i64>> {
+        self.conns
+            .with_reader(|c| c.prepare_cached(SCHEDULE_NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
+    }
+
+    fn schedule_tick(&self) -> Result<TickReport> {
+        let offset = self.offset();
+        let due: Vec<String> = self.conns.with_reader(|c| {
+            let at = now(c, offset)?;
+            let mut st = c.prepare_cached(SCHEDULE_DUE).db()?;
+            let names = st.query_map([at], |r| r.get(0)).db()?;
+            names.collect::<rusqlite::Result<Vec<_>>>().db()
+        })?;
+        let mut report = TickReport::default();
+        for name in &due {
+            let (fired, skipped) = self.conns.with_writer(|c| tick_one(c, offset, name))?;
+            report.fired += fired;
+            report.skipped += skipped;
+        }
+        report.next_due = self.schedule_next_due()?;
+        Ok(report)
+    }
+}
