@@ -118,9 +118,8 @@ def test_sweep_moves_expired_jobs_to_dead(target: Target, store: Store) -> None:
     assert again.returncode == 0 and "0 expired" in again.stdout
 
 
-@pytest.mark.skipif(not hasattr(alkstore.Store, "schedule"), reason="store.schedule (SPEC §8) has not landed")
 def test_schedules_lists_registered_schedules(target: Target, store: Store) -> None:
-    store.schedule("nightly", "@every 1d", "maintenance", payload={"task": "sweep"})  # type: ignore[attr-defined]
+    store.schedule("nightly", "@every 1d", "maintenance", payload={"task": "sweep"})
     rows = json_out(cli("schedules", *store_args(target), "--json"))
     assert [(r["name"], r["spec"], r["queue"], r["payload"]) for r in rows] == [
         ("nightly", "@every 1d", "maintenance", {"task": "sweep"})
@@ -128,13 +127,6 @@ def test_schedules_lists_registered_schedules(target: Target, store: Store) -> N
     assert rows[0]["next_fire_at"] is not None
     table = cli("schedules", *store_args(target))
     assert table.returncode == 0 and "nightly" in table.stdout and "@every 1d" in table.stdout
-
-
-@pytest.mark.skipif(hasattr(alkstore.Store, "schedule"), reason="only while store.schedules is missing")
-def test_schedules_without_a_scheduler_is_a_clear_error(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
-    alkstore.open(path).close()
-    assert_one_line_error(cli("schedules", str(path)), "no scheduler")
 
 
 def test_demo_exits_0(tmp_path: Path) -> None:

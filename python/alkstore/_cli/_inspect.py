@@ -6,9 +6,7 @@ Each returns what to print: a table for a person, or JSON with ``as_json``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
 
 from alkstore._cli._tables import render
 from alkstore._cli._target import CliError, open_existing, queue_view
@@ -104,15 +102,12 @@ def sweep(target: str, schema: str | None, queue: str, as_json: bool) -> str:
 def schedules(target: str, schema: str | None, as_json: bool) -> str:
     """Every registered schedule (SPEC §8)."""
     with open_existing(target, schema) as store:
-        listing = getattr(store, "schedules", None)
-        if listing is None:
-            raise CliError("this alkstore build has no scheduler (store.schedules); upgrade alkstore")
-        found: Sequence[Any] = listing()
+        found = store.schedules()
     if as_json:
-        return _dump([{f: _json_value(getattr(s, f, None)) for f in SCHEDULE_FIELDS} for s in found])
+        return _dump([{f: _json_value(getattr(s, f)) for f in SCHEDULE_FIELDS} for s in found])
     if not found:
         return "no schedules"
-    headers = ["name", "spec", "queue", "next fire", "priority", "max attempts", "expires", "payload"]
+    headers = ["name", "spec", "queue", "next fire", "priority", "max attempts", "expires s", "payload"]
     rows = [
         [s.name, s.spec, s.queue, s.next_fire_at, s.priority, s.max_attempts, s.expires, s.payload]
         for s in found
