@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from alkstore._core import (
+    Event,
     Job,
     JobHandle,
     JobIterator,
@@ -15,6 +16,8 @@ from alkstore._core import (
     QueueStats,
     StopToken,
     Store,
+    Stream,
+    Subscription,
     Swept,
     Transaction,
     backoff_range,
@@ -33,11 +36,13 @@ from alkstore._errors import (
     TransactionClosed,
     TransactionError,
 )
+from alkstore._outbox import Outbox
 
 __all__ = [
     "AlkstoreError",
     "ConnectionLost",
     "DatabaseError",
+    "Event",
     "Fail",
     "InvalidName",
     "InvalidSpec",
@@ -46,11 +51,14 @@ __all__ = [
     "JobIterator",
     "LeadershipLost",
     "LockHeld",
+    "Outbox",
     "Queue",
     "QueueStats",
     "StopToken",
     "Store",
     "StoreClosed",
+    "Stream",
+    "Subscription",
     "Swept",
     "Transaction",
     "TransactionClosed",

@@ -11,6 +11,7 @@ use std::any::Any;
 
 use crate::error::Result;
 use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::ops::StreamOps;
 use crate::sql::{SqlRow, SqlValue};
 
 /// An open transaction of the caller's (SPEC §6).
@@ -28,8 +29,9 @@ pub trait Tx: Send {
 }
 
 /// One storage engine. All methods are blocking; the binding calls them with
-/// the GIL released.
-pub trait Engine: Send + Sync {
+/// the GIL released. Streams ([`StreamOps`]) are part of every engine, so a
+/// `dyn Engine` reaches them.
+pub trait Engine: Send + Sync + StreamOps {
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;
 

@@ -16,6 +16,7 @@ pub mod schedule;
 pub mod sql;
 pub mod stop;
 pub mod store;
+pub mod stream;
 pub mod target;
 pub mod txguard;
 pub mod waiting;

@@ -99,7 +99,7 @@ impl Store {
     }
 
     /// The checks every call makes: open store; with no `tx`, a free thread.
-    fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
+    pub(crate) fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
         self.open_check()?;
         match tx {
             Some(s) => s.live().map(Some),
@@ -111,7 +111,11 @@ impl Store {
     }
 
     /// Runs `f` and dooms the session when it fails with a database error.
-    fn in_tx<T>(&self, tx: Option<&mut TxSession>, f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>) -> Result<T> {
+    pub(crate) fn in_tx<T>(
+        &self,
+        tx: Option<&mut TxSession>,
+        f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(s) => {
                 let inner = s.live()?;

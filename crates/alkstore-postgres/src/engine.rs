@@ -37,6 +37,8 @@ pub struct PgEngine {
     config: tokio_postgres::Config,
     /// The store's notification channel.
     channel: String,
+    /// The stream statements (`streams.rs`).
+    pub(crate) streams: crate::streams::StreamSql,
     /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
@@ -86,6 +88,7 @@ impl PgEngine {
             url: shown,
             config,
             channel: listen::channel(&options.schema),
+            streams: crate::streams::StreamSql::new(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: watch::Sender::new(false),
@@ -94,7 +97,7 @@ impl PgEngine {
 
     /// Runs `op` on the caller's transaction when given, else on a pooled
     /// connection held for just this call.
-    fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
+    pub(crate) fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
         let offset = self.offset.load(Ordering::SeqCst);
         let r = match tx {
             Some(t) => {

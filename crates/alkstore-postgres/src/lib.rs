@@ -25,6 +25,7 @@ mod reads;
 mod rows;
 mod runtime;
 mod sql;
+mod streams;
 mod sweep;
 #[cfg(test)]
 mod testing;

@@ -6,12 +6,15 @@
 
 mod convert;
 mod errors;
+mod event;
 mod handle;
 mod iter;
 mod json;
 mod queue;
 mod stop;
 mod store;
+mod stream;
+mod subscription;
 mod tx;
 mod views;
 mod wait;
@@ -45,5 +48,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tx::Transaction>()?;
     m.add_class::<stop::StopToken>()?;
     m.add_class::<iter::JobIterator>()?;
+    m.add_class::<stream::Stream>()?;
+    m.add_class::<event::Event>()?;
+    m.add_class::<subscription::Subscription>()?;
     Ok(())
 }

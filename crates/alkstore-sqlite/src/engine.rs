@@ -37,13 +37,17 @@ impl SqliteEngine {
     }
 
     #[inline]
-    fn offset(&self) -> i64 {
+    pub(crate) fn offset(&self) -> i64 {
         self.offset.load(Ordering::Relaxed)
     }
 
     /// Runs a write op on the caller's transaction when given, else on the writer.
     #[inline]
-    fn write<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection, Scope) -> Result<T>) -> Result<T> {
+    pub(crate) fn write<T>(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        f: impl FnOnce(&Connection, Scope) -> Result<T>,
+    ) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?, Scope::Caller),
             None => self.conns.with_writer(|c| f(c, Scope::Own)),
@@ -52,7 +56,7 @@ impl SqliteEngine {
 
     /// Runs a read on the caller's transaction (so it sees its own writes)
     /// when given, else on the reader.
-    fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?),
             None => self.conns.with_reader(f),

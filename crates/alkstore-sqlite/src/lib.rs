@@ -34,6 +34,7 @@ mod open;
 mod reads;
 mod rows;
 mod sql;
+mod streams;
 mod sweep;
 mod tx;
 mod wake;
