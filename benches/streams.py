@@ -6,6 +6,9 @@
   publishers   1 vs --publishers threads publishing to ONE stream, one commit each,
                and the same threads each on its OWN stream (what the per-stream
                head-row lock costs: docs/adr/0006-stream-commit-order.md)
+  held         the same 1 / --publishers / own-stream comparison, each publish in its
+               own transaction kept open --hold-ms after publishing (a caller's
+               business work): the head-row lock is held for that long
   replay       read(after, limit=1000) page by page from offset 0
 
     python benches/streams.py                       # everything, both engines
@@ -32,13 +35,13 @@ from alkstore import Store, Stream
 
 DSN = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 PAYLOAD = {"order": 1234, "status": "paid", "amount": "19.90"}
-WORKLOADS = ("publish", "publish-tx", "publishers", "replay")
+WORKLOADS = ("publish", "publish-tx", "publishers", "held", "replay")
 
 
 def report(workload: str, engine: str, phase: str, n: int, seconds: float) -> float:
     rate = n / seconds if seconds > 0 else float("inf")
     print(
-        f"{workload:11s} {engine:9s} {phase:24s} {rate:10.0f} events/s  ({n} in {seconds:.2f} s)", flush=True
+        f"{workload:11s} {engine:9s} {phase:28s} {rate:10.0f} events/s  ({n} in {seconds:.2f} s)", flush=True
     )
     return rate
 
@@ -146,6 +149,28 @@ def read_all(s: Stream) -> list[alkstore.Event]:
     return events
 
 
+def publish_held(store: Store, s: Stream, n: int, hold_s: float) -> None:
+    for _ in range(n):
+        with store.transaction() as tx:
+            s.publish(PAYLOAD, tx=tx)
+            time.sleep(hold_s)
+
+
+def workload_held(target: Target, n: int, k: int, hold_ms: float) -> None:
+    hold = hold_ms / 1000
+    with target.store() as store:
+        phase = f"{hold_ms:g} ms held"
+        one = fresh_stream(store, "hone")
+        seconds = run_threads(1, lambda _: publish_held(store, one, n, hold))
+        report("held", target.engine, f"1 thread, {phase}", n, seconds)
+        shared = fresh_stream(store, "hshared")
+        seconds = run_threads(k, lambda _: publish_held(store, shared, n // k, hold))
+        report("held", target.engine, f"{k} thr one stream, {phase}", n // k * k, seconds)
+        own = [fresh_stream(store, f"hown{i}") for i in range(k)]
+        seconds = run_threads(k, lambda i: publish_held(store, own[i], n // k, hold))
+        report("held", target.engine, f"{k} thr own streams, {phase}", n // k * k, seconds)
+
+
 def workload_replay(target: Target, n: int) -> None:
     with target.store() as store:
         s = fresh_stream(store, "r")
@@ -176,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replay", type=int, default=100_000, help="events to replay (default 100000)")
     ap.add_argument("--batch", type=int, default=128, help="events per transaction in publish-tx")
     ap.add_argument("--publishers", type=int, default=4, help="concurrent publisher threads (default 4)")
+    ap.add_argument("--hold-ms", type=float, default=2.0, help="transaction hold time in 'held' (default 2)")
     ap.add_argument("--engines", default="sqlite,postgres", help="comma list of: sqlite, postgres")
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="comma list of: " + ", ".join(WORKLOADS))
     args = ap.parse_args(argv)
@@ -192,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "publish": lambda t: workload_publish(t, args.n),
         "publish-tx": lambda t: workload_publish_tx(t, args.n, args.batch),
         "publishers": lambda t: workload_publishers(t, args.n, args.publishers),
+        "held": lambda t: workload_held(t, max(args.publishers, args.n // 10), args.publishers, args.hold_ms),
         "replay": lambda t: workload_replay(t, args.replay),
     }
     print(f"alkstore streams: n={args.n} replay={args.replay} engines={','.join(engines)}", flush=True)
