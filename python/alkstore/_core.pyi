@@ -6,7 +6,10 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, TypeAlias, final
 
+from alkstore._outbox import Outbox
+
 __all__ = [
+    "Event",
     "Job",
     "JobHandle",
     "JobIterator",
@@ -16,6 +19,8 @@ __all__ = [
     "Schedule",
     "StopToken",
     "Store",
+    "Stream",
+    "Subscription",
     "Swept",
     "Transaction",
     "backoff_range",
@@ -46,6 +51,25 @@ class Store:
         backoff_base_s: _Seconds | None = None,
         dead_letter_retention_s: _Seconds | None = None,
     ) -> Queue: ...
+    def outbox(
+        self,
+        name: str,
+        *,
+        visibility_timeout_s: _Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base_s: _Seconds | None = None,
+        dead_letter_retention_s: _Seconds | None = None,
+    ) -> Outbox: ...
+    def _outbox_queue(
+        self,
+        name: str,
+        *,
+        visibility_timeout_s: _Seconds | None = None,
+        max_attempts: int | None = None,
+        backoff_base_s: _Seconds | None = None,
+        dead_letter_retention_s: _Seconds | None = None,
+    ) -> Queue: ...
+    def stream(self, name: str) -> Stream: ...
     def transaction(self) -> Transaction: ...
     def schedule(
         self,
@@ -279,3 +303,35 @@ class Lock:
     def renew(self) -> bool: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
+
+@final
+class Stream:
+    @property
+    def name(self) -> str: ...
+    def publish(self, payload: _JSON, *, key: str | None = None, tx: Transaction | None = None) -> int: ...
+    def read(self, after: int = 0, limit: int = 1000, tx: Transaction | None = None) -> list[Event]: ...
+    def save_offset(self, consumer: str, offset: int, tx: Transaction | None = None) -> None: ...
+    def get_offset(self, consumer: str, tx: Transaction | None = None) -> int: ...
+    def subscribe(
+        self, consumer: str, *, stop: StopToken | None = None, batch: int = 100
+    ) -> Subscription: ...
+    def trim_to(self, offset: int) -> int: ...
+
+@final
+class Event:
+    @property
+    def offset(self) -> int: ...
+    @property
+    def key(self) -> str | None: ...
+    @property
+    def payload(self) -> Any: ...
+    @property
+    def published_at(self) -> datetime: ...
+
+@final
+class Subscription:
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Event: ...
+    def __aiter__(self) -> Self: ...
+    def __anext__(self) -> Awaitable[Event]: ...
+    def _next_blocking(self, cancel: StopToken) -> Event: ...
