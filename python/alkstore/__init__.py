@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from alkstore._core import (
+    Event,
     Job,
     JobHandle,
     JobIterator,
@@ -17,6 +18,8 @@ from alkstore._core import (
     Schedule,
     StopToken,
     Store,
+    Stream,
+    Subscription,
     Swept,
     Transaction,
     backoff_range,
@@ -35,12 +38,14 @@ from alkstore._errors import (
     TransactionClosed,
     TransactionError,
 )
+from alkstore._outbox import Outbox
 from alkstore._worker import Worker, WorkerCounts
 
 __all__ = [
     "AlkstoreError",
     "ConnectionLost",
     "DatabaseError",
+    "Event",
     "Fail",
     "InvalidName",
     "InvalidSpec",
@@ -50,12 +55,15 @@ __all__ = [
     "LeadershipLost",
     "Lock",
     "LockHeld",
+    "Outbox",
     "Queue",
     "QueueStats",
     "Schedule",
     "StopToken",
     "Store",
     "StoreClosed",
+    "Stream",
+    "Subscription",
     "Swept",
     "Transaction",
     "TransactionClosed",

@@ -11,7 +11,7 @@ use std::any::Any;
 
 use crate::error::Result;
 use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
-use crate::ops::{LockOps, ScheduleOps};
+use crate::ops::{LockOps, ScheduleOps, StreamOps};
 use crate::sql::{SqlRow, SqlValue};
 
 /// An open transaction of the caller's (SPEC §6).
@@ -29,9 +29,9 @@ pub trait Tx: Send {
 }
 
 /// One storage engine. All methods are blocking; the binding calls them with
-/// the GIL released. Locks and schedules are supertraits so the loops built
-/// on them in this crate reach them through `dyn Engine`.
-pub trait Engine: Send + Sync + LockOps + ScheduleOps {
+/// the GIL released. Locks, schedules and streams are supertraits so the
+/// loops built on them in this crate reach them through `dyn Engine`.
+pub trait Engine: Send + Sync + LockOps + ScheduleOps + StreamOps {
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;
 

@@ -19,6 +19,7 @@ pub mod scheduling;
 pub mod sql;
 pub mod stop;
 pub mod store;
+pub mod stream;
 pub mod target;
 pub mod txguard;
 pub mod waiting;

@@ -37,6 +37,8 @@ pub struct PgEngine {
     config: tokio_postgres::Config,
     /// The store's notification channel.
     channel: String,
+    /// The stream statements (`streams.rs`).
+    pub(crate) streams: crate::streams::StreamSql,
     /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
@@ -86,6 +88,7 @@ impl PgEngine {
             url: shown,
             config,
             channel: listen::channel(&options.schema),
+            streams: crate::streams::StreamSql::new(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: watch::Sender::new(false),

@@ -27,6 +27,7 @@ mod rows;
 mod runtime;
 mod schedules;
 mod sql;
+mod streams;
 mod sweep;
 #[cfg(test)]
 mod testing;

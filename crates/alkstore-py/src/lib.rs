@@ -6,6 +6,7 @@
 
 mod convert;
 mod errors;
+mod event;
 mod handle;
 mod iter;
 mod json;
@@ -14,6 +15,8 @@ mod queue;
 mod schedule;
 mod stop;
 mod store;
+mod stream;
+mod subscription;
 mod tx;
 mod views;
 mod wait;
@@ -49,5 +52,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<iter::JobIterator>()?;
     m.add_class::<schedule::Schedule>()?;
     m.add_class::<lock::Lock>()?;
+    m.add_class::<stream::Stream>()?;
+    m.add_class::<event::Event>()?;
+    m.add_class::<subscription::Subscription>()?;
     Ok(())
 }

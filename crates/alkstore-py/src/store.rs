@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use alkstore_core::names::outbox_queue;
 use alkstore_core::{
     parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target,
 };
@@ -15,6 +16,7 @@ use crate::lock::Lock;
 use crate::queue::Queue;
 use crate::schedule::{Priority, Schedule, ScheduleArgs};
 use crate::stop::StopToken;
+use crate::stream::Stream;
 use crate::tx::Transaction;
 
 /// An open alkstore: a SQLite file or a Postgres database.
@@ -36,6 +38,31 @@ fn option_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<OptValue> {
     } else {
         return Err(PyTypeError::new_err(format!("option {key:?} has unsupported type {}", v.get_type().name()?)));
     })
+}
+
+/// Queue options from `store.queue()` / `store.outbox()` keywords; None
+/// keeps the derived default (vt 300 s, 3 attempts, base 5 s, keep dead rows).
+fn queue_opts(
+    visibility_timeout_s: Option<&Bound<'_, PyAny>>,
+    max_attempts: Option<&Bound<'_, PyAny>>,
+    backoff_base_s: Option<&Bound<'_, PyAny>>,
+    dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
+) -> PyResult<QueueOpts> {
+    let d = QueueOpts::default();
+    let vt = visibility_timeout_s.map(|v| number(v, "visibility_timeout_s")).transpose()?;
+    let ma = max_attempts.map(|v| integer(v, "max_attempts")).transpose()?;
+    let base = backoff_base_s.map(|v| number(v, "backoff_base_s")).transpose()?;
+    let keep = match dead_letter_retention_s {
+        Some(v) if !v.is_none() => Some(number(v, "dead_letter_retention_s")?),
+        _ => None,
+    };
+    QueueOpts::new(
+        vt.unwrap_or(d.visibility_timeout_s as f64),
+        ma.unwrap_or(d.max_attempts),
+        base.unwrap_or(d.backoff_base_s),
+        keep,
+    )
+    .py()
 }
 
 /// Opens (creating or migrating) a store. See SPEC §2 for targets and options.
@@ -94,21 +121,7 @@ impl Store {
         dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Queue> {
         validate_name("queue", name).py()?;
-        let d = QueueOpts::default();
-        let vt = visibility_timeout_s.map(|v| number(v, "visibility_timeout_s")).transpose()?;
-        let ma = max_attempts.map(|v| integer(v, "max_attempts")).transpose()?;
-        let base = backoff_base_s.map(|v| number(v, "backoff_base_s")).transpose()?;
-        let keep = match dead_letter_retention_s {
-            Some(v) if !v.is_none() => Some(number(v, "dead_letter_retention_s")?),
-            _ => None,
-        };
-        let opts = QueueOpts::new(
-            vt.unwrap_or(d.visibility_timeout_s as f64),
-            ma.unwrap_or(d.max_attempts),
-            base.unwrap_or(d.backoff_base_s),
-            keep,
-        )
-        .py()?;
+        let opts = queue_opts(visibility_timeout_s, max_attempts, backoff_base_s, dead_letter_retention_s)?;
         Ok(Queue::new(self.inner.clone(), name.to_owned(), opts))
     }
 
@@ -117,6 +130,46 @@ impl Store {
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = self.inner.clone();
         py.detach(move || inner.queue_names()).py()
+    }
+
+    /// An outbox (SPEC §7): `alkstore.Outbox` over the queue
+    /// `__alkstore_outbox:<name>`; does no I/O.
+    #[pyo3(signature = (name, *, visibility_timeout_s=None, max_attempts=None, backoff_base_s=None, dead_letter_retention_s=None))]
+    fn outbox(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        visibility_timeout_s: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        backoff_base_s: Option<&Bound<'_, PyAny>>,
+        dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let q =
+            self._outbox_queue(name, visibility_timeout_s, max_attempts, backoff_base_s, dead_letter_retention_s)?;
+        let class = py.import("alkstore._outbox")?.getattr("Outbox")?;
+        Ok(class.call1((Py::new(py, q)?, name))?.unbind())
+    }
+
+    /// The backing queue of outbox `name`: the one way to a queue under the
+    /// reserved prefix (`store.queue()` refuses it).
+    #[pyo3(signature = (name, *, visibility_timeout_s=None, max_attempts=None, backoff_base_s=None, dead_letter_retention_s=None))]
+    fn _outbox_queue(
+        &self,
+        name: &str,
+        visibility_timeout_s: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        backoff_base_s: Option<&Bound<'_, PyAny>>,
+        dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Queue> {
+        validate_name("outbox", name).py()?;
+        let opts = queue_opts(visibility_timeout_s, max_attempts, backoff_base_s, dead_letter_retention_s)?;
+        Ok(Queue::new(self.inner.clone(), outbox_queue(name), opts))
+    }
+
+    /// A stream handle (SPEC §9); does no I/O.
+    fn stream(&self, name: &str) -> PyResult<Stream> {
+        validate_name("stream", name).py()?;
+        Ok(Stream::new(self.inner.clone(), name.to_owned()))
     }
 
     /// A transaction block: `with store.transaction() as tx: ...`.

@@ -57,7 +57,7 @@ impl SqliteEngine {
 
     /// Runs a read on the caller's transaction (so it sees its own writes)
     /// when given, else on the reader.
-    fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?),
             None => self.conns.with_reader(f),

@@ -36,6 +36,7 @@ mod reads;
 mod rows;
 mod schedules;
 mod sql;
+mod streams;
 mod sweep;
 mod tx;
 mod wake;

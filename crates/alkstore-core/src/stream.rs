@@ -1,0 +1,111 @@
+//! Streams on the [`Store`] (SPEC §9): the checks every engine shares, and
+//! the subscription step built on the waiting loop.
+//!
+//! The engines only store and fetch ([`crate::StreamOps`]); names, key text,
+//! payload size, offset ranges and the transaction rules are decided here so
+//! both engines refuse the same input the same way.
+
+use crate::error::{Error, Result};
+use crate::names::validate_name;
+use crate::ops::Event;
+use crate::store::{Store, TxSession};
+use crate::waiting::WaitSpec;
+
+/// The most events one `read` (or one subscription fetch) returns.
+pub const MAX_READ: usize = 1000;
+
+impl Store {
+    /// `stream.publish`: appends one event; returns its offset.
+    pub fn publish(&self, tx: Option<&mut TxSession>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
+        validate_name("stream", stream)?;
+        if key.is_some_and(|k| k.contains('\0')) {
+            // Postgres text cannot hold NUL: refuse it on every engine alike.
+            return Err(Error::Value("key must not contain NUL characters".into()));
+        }
+        let limit = self.options().max_payload_bytes;
+        if payload.len() > limit {
+            return Err(Error::Value(format!(
+                "payload is {} bytes of JSON, over max_payload_bytes={limit}",
+                payload.len()
+            )));
+        }
+        self.in_tx(tx, |t| self.engine().publish(t, stream, key, payload))
+    }
+
+    /// `stream.read`: events after offset `after`, ascending, at most `limit` (1..=1000).
+    pub fn read(&self, tx: Option<&mut TxSession>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
+        check_read(stream, after, limit)?;
+        self.in_tx(tx, |t| self.engine().read(t, stream, after, limit))
+    }
+
+    /// `stream.save_offset`: stores `max(saved, offset)` for `consumer`.
+    pub fn save_offset(&self, tx: Option<&mut TxSession>, stream: &str, consumer: &str, offset: i64) -> Result<()> {
+        validate_name("stream", stream)?;
+        validate_name("consumer", consumer)?;
+        check_offset("offset", offset)?;
+        self.in_tx(tx, |t| self.engine().save_offset(t, stream, consumer, offset))
+    }
+
+    /// `stream.get_offset`: the saved offset of `consumer`, 0 when never saved.
+    pub fn get_offset(&self, tx: Option<&mut TxSession>, stream: &str, consumer: &str) -> Result<i64> {
+        validate_name("stream", stream)?;
+        validate_name("consumer", consumer)?;
+        self.in_tx(tx, |t| self.engine().get_offset(t, stream, consumer))
+    }
+
+    /// `stream.trim_to`: deletes events with an offset below `before`; returns how many.
+    pub fn trim_to(&self, stream: &str, before: i64) -> Result<i64> {
+        validate_name("stream", stream)?;
+        check_offset("offset", before)?;
+        self.enter(None)?;
+        self.engine().trim_to(stream, before)
+    }
+
+    /// One subscription step: the events after `after` (at most `limit`),
+    /// waiting for a commit when there are none yet. Streams have no
+    /// deadlines, so only commits, the safety-net poll, `stop` and the
+    /// timeout end the wait. Empty when `stop` is set or the timeout passes.
+    pub fn next_events(&self, stream: &str, after: i64, limit: usize, spec: &WaitSpec<'_>) -> Result<Vec<Event>> {
+        check_read(stream, after, limit)?;
+        self.enter(None)?;
+        let got = self.wait_for(None, spec, || {
+            let events = self.engine().read(None, stream, after, limit)?;
+            Ok((!events.is_empty()).then_some(events))
+        })?;
+        Ok(got.unwrap_or_default())
+    }
+}
+
+fn check_read(stream: &str, after: i64, limit: usize) -> Result<()> {
+    validate_name("stream", stream)?;
+    check_offset("after", after)?;
+    if limit == 0 || limit > MAX_READ {
+        return Err(Error::Value(format!("limit must be between 1 and {MAX_READ}, got {limit}")));
+    }
+    Ok(())
+}
+
+/// Offsets start at 1; 0 means "before the first event".
+fn check_offset(what: &str, offset: i64) -> Result<()> {
+    if offset < 0 {
+        return Err(Error::Value(format!("{what} must be >= 0, got {offset}")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_rules() {
+        assert!(check_read("s", 0, 1).is_ok());
+        assert!(check_read("s", 5, MAX_READ).is_ok());
+        assert!(matches!(check_read("s", 0, 0), Err(Error::Value(_))));
+        assert!(matches!(check_read("s", 0, MAX_READ + 1), Err(Error::Value(_))));
+        assert!(matches!(check_read("s", -1, 10), Err(Error::Value(_))));
+        assert!(matches!(check_read("__alkstore_x", 0, 10), Err(Error::InvalidName { .. })));
+        assert!(check_offset("offset", 0).is_ok());
+        assert!(check_offset("offset", -1).is_err());
+    }
+}

@@ -1,0 +1,179 @@
+//! Streams (SPEC §9) on Postgres, and why their offsets follow commit order.
+//!
+//! A sequence would not do: two transactions can take 5 and 6 and commit as
+//! 6 then 5, and a reader that saw 6 would skip 5 forever. Instead each
+//! publish bumps the stream's row in `stream_heads` with an upsert and keeps
+//! that row lock until its transaction ends. A second publisher to the same
+//! stream waits on the lock and reads the head only after the first has
+//! committed (or rolled back, taking its increment with it: no gap), so a
+//! larger offset always commits later, and Postgres makes a transaction
+//! visible before it releases its locks. The cost — publishers to one stream
+//! serialise — is measured in docs/adr/0006-stream-commit-order.md.
+//!
+//! Each statement is one round trip; `publish` is one statement too (the
+//! head upsert, the insert and the `pg_notify` in data-modifying CTEs), so
+//! outside a caller transaction it is its own transaction and the lock is
+//! held only for that statement.
+
+use alkstore_core::{Event, Result, StreamOps, Tx};
+
+use crate::engine::PgEngine;
+use crate::rows::col;
+use crate::sql::quote_ident;
+
+/// The stream statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamSql {
+    /// Head upsert + insert + wake: `$1` clock offset, `$2` stream, `$3` key, `$4` payload.
+    publish: String,
+    /// `$1` stream, `$2` after, `$3` limit.
+    read: String,
+    /// Monotonic upsert: `$1` stream, `$2` consumer, `$3` offset.
+    save_offset: String,
+    /// `$1` stream, `$2` consumer.
+    get_offset: String,
+    /// `$1` stream, `$2` first offset kept.
+    trim: String,
+}
+
+impl StreamSql {
+    /// The statements for the engine-owned `schema` (unquoted).
+    pub(crate) fn new(schema: &str) -> Self {
+        let s = quote_ident(schema);
+        // The channel is ASCII letters, digits and `_` (from the validated
+        // schema name), so it is safe inside a string literal. The stream
+        // name is the payload: repeats within one transaction fold into one.
+        let notify = format!("pg_notify('{}', $2::text)", crate::listen::channel(schema));
+        StreamSql {
+            publish: format!(
+                "WITH n AS MATERIALIZED ( \
+                   SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
+                 head AS ( \
+                   INSERT INTO {s}.stream_heads AS h (stream, last_seq) VALUES ($2::text, 1) \
+                   ON CONFLICT (stream) DO UPDATE SET last_seq = h.last_seq + 1 RETURNING h.last_seq), \
+                 ev AS ( \
+                   INSERT INTO {s}.stream_events (stream, seq, key, payload, published_at) \
+                   SELECT $2::text, head.last_seq, $3::text, $4::text, n.t FROM head, n RETURNING seq) \
+                 SELECT seq, {notify} FROM ev"
+            ),
+            read: format!(
+                "SELECT seq, key, payload, published_at FROM {s}.stream_events \
+                 WHERE stream = $1::text AND seq > $2::bigint ORDER BY seq LIMIT $3::bigint"
+            ),
+            save_offset: format!(
+                "INSERT INTO {s}.stream_offsets AS o (stream, consumer, seq) VALUES ($1::text, $2::text, $3::bigint) \
+                 ON CONFLICT (stream, consumer) DO UPDATE SET seq = greatest(o.seq, excluded.seq)"
+            ),
+            get_offset: format!("SELECT seq FROM {s}.stream_offsets WHERE stream = $1::text AND consumer = $2::text"),
+            trim: format!("DELETE FROM {s}.stream_events WHERE stream = $1::text AND seq < $2::bigint"),
+        }
+    }
+}
+
+impl StreamOps for PgEngine {
+    fn publish(&self, tx: Option<&mut dyn Tx>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
+        let sql = &self.streams.publish;
+        self.run(tx, async |cx| {
+            let row = cx.query_one(sql, &[&cx.offset, &stream, &key, &payload]).await?;
+            col(&row, 0)
+        })
+    }
+
+    fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
+        let sql = &self.streams.read;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.run(tx, async |cx| {
+            let rows = cx.query(sql, &[&stream, &after, &limit]).await?;
+            rows.iter()
+                .map(|r| {
+                    Ok(Event { offset: col(r, 0)?, key: col(r, 1)?, payload: col(r, 2)?, published_at: col(r, 3)? })
+                })
+                .collect()
+        })
+    }
+
+    fn save_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str, offset: i64) -> Result<()> {
+        let sql = &self.streams.save_offset;
+        self.run(tx, async |cx| cx.execute(sql, &[&stream, &consumer, &offset]).await.map(drop))
+    }
+
+    fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64> {
+        let sql = &self.streams.get_offset;
+        self.run(tx, async |cx| {
+            let rows = cx.query(sql, &[&stream, &consumer]).await?;
+            rows.first().map_or(Ok(0), |r| col(r, 0))
+        })
+    }
+
+    fn trim_to(&self, stream: &str, before: i64) -> Result<i64> {
+        let sql = &self.streams.trim;
+        let n = self.run(None, async |cx| cx.execute(sql, &[&stream, &before]).await)?;
+        Ok(i64::try_from(n).unwrap_or(i64::MAX))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alkstore_core::{Engine, StreamOps};
+
+    use crate::testing::{Fixture, TestResult};
+
+    #[test]
+    fn publish_read_offsets_trim() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        let e = &fx.engine;
+        assert_eq!(e.publish(None, "s", None, "1")?, 1);
+        assert_eq!(e.publish(None, "s", Some("k"), "2")?, 2);
+        assert_eq!(e.publish(None, "other", None, "x")?, 1);
+        let got = e.read(None, "s", 0, 10)?;
+        assert_eq!(got.iter().map(|ev| ev.offset).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(got[1].key.as_deref(), Some("k"));
+        assert_eq!(e.read(None, "s", 1, 10)?.len(), 1);
+        assert_eq!(e.read(None, "s", 0, 1)?.len(), 1);
+
+        assert_eq!(e.get_offset(None, "s", "c")?, 0);
+        e.save_offset(None, "s", "c", 2)?;
+        e.save_offset(None, "s", "c", 1)?;
+        assert_eq!(e.get_offset(None, "s", "c")?, 2);
+
+        assert_eq!(e.trim_to("s", 3)?, 2);
+        assert!(e.read(None, "s", 0, 10)?.is_empty());
+        // The head row survives the trim: offsets are never reused.
+        assert_eq!(e.publish(None, "s", None, "3")?, 3);
+        Ok(())
+    }
+
+    #[test]
+    fn rolled_back_publish_leaves_no_gap() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        let e = &fx.engine;
+        assert_eq!(e.publish(None, "s", None, "1")?, 1);
+        let mut tx = e.begin()?;
+        assert_eq!(e.publish(Some(tx.as_mut()), "s", None, "2")?, 2);
+        assert_eq!(e.read(Some(tx.as_mut()), "s", 0, 10)?.len(), 2);
+        tx.rollback()?;
+        assert_eq!(e.read(None, "s", 0, 10)?.len(), 1);
+        assert_eq!(e.publish(None, "s", None, "2")?, 2);
+        Ok(())
+    }
+
+    /// A publisher whose transaction is open holds the stream's head: a
+    /// second publisher waits for its commit and then takes the next offset.
+    #[test]
+    fn second_publisher_waits_for_the_first_commit() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        let e = &fx.engine;
+        let mut tx = e.begin()?;
+        assert_eq!(e.publish(Some(tx.as_mut()), "s", None, "first")?, 1);
+        std::thread::scope(|scope| -> TestResult {
+            let other = scope.spawn(|| e.publish(None, "s", None, "second"));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // (No read here: the fixture's pool has two connections, both taken.)
+            assert!(!other.is_finished(), "the second publisher must wait for the head row");
+            tx.commit()?;
+            assert_eq!(other.join().expect("publisher thread")?, 2);
+            Ok(())
+        })?;
+        Ok(())
+    }
+}

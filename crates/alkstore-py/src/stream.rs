@@ -1,0 +1,122 @@
+//! The `Stream` class (`store.stream(name)`): publish, read, consumer offsets.
+
+use std::sync::Arc;
+
+use alkstore_core::Store as CoreStore;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::convert::integer;
+use crate::errors::IntoPyResult;
+use crate::event::Event;
+use crate::json;
+use crate::stop::StopToken;
+use crate::subscription::Subscription;
+use crate::tx::{run, Transaction};
+
+/// An int argument that refuses `bool`, as every other int argument does.
+pub struct Int(pub i64);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        integer(&obj.to_owned(), "value").map(Int)
+    }
+}
+
+/// `1 <= n <= 1000`, else ValueError naming `what`.
+pub fn batch_size(n: Int, what: &str) -> PyResult<usize> {
+    if !(1..=1000).contains(&n.0) {
+        return Err(PyValueError::new_err(format!("{what} must be between 1 and 1000, got {}", n.0)));
+    }
+    Ok(n.0 as usize)
+}
+
+/// A durable, ordered, replayable stream (SPEC §9); a name, not a created object.
+#[pyclass(name = "Stream", module = "alkstore", frozen)]
+pub struct Stream {
+    store: Arc<CoreStore>,
+    name: String,
+}
+
+impl Stream {
+    pub(crate) fn new(store: Arc<CoreStore>, name: String) -> Self {
+        Stream { store, name }
+    }
+}
+
+#[pymethods]
+impl Stream {
+    /// The stream name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Appends one event; returns its offset.
+    #[pyo3(signature = (payload, *, key=None, tx=None))]
+    fn publish(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        key: Option<&str>,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let payload = json::encode(payload)?;
+        run(py, &self.store, tx, |t| self.store.publish(t, &self.name, key, &payload))
+    }
+
+    /// Events with an offset above `after`, ascending, at most `limit` (1..=1000).
+    // The text signature spells the defaults out (pyo3 shows a newtype's as `...`).
+    #[pyo3(signature = (after=Int(0), limit=Int(1000), tx=None), text_signature = "($self, after=0, limit=1000, tx=None)")]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        after: Int,
+        limit: Int,
+        tx: Option<&Bound<'py, Transaction>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let limit = batch_size(limit, "limit")?;
+        let events = run(py, &self.store, tx, |t| self.store.read(t, &self.name, after.0, limit))?;
+        PyList::new(py, events.into_iter().map(Event::from))
+    }
+
+    /// Saves `consumer`'s position; an older offset never replaces a newer one.
+    #[pyo3(signature = (consumer, offset, tx=None))]
+    fn save_offset(
+        &self,
+        py: Python<'_>,
+        consumer: &str,
+        offset: Int,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<()> {
+        run(py, &self.store, tx, |t| self.store.save_offset(t, &self.name, consumer, offset.0))
+    }
+
+    /// `consumer`'s saved offset, 0 when it never saved one.
+    #[pyo3(signature = (consumer, tx=None))]
+    fn get_offset(&self, py: Python<'_>, consumer: &str, tx: Option<&Bound<'_, Transaction>>) -> PyResult<i64> {
+        run(py, &self.store, tx, |t| self.store.get_offset(t, &self.name, consumer))
+    }
+
+    /// Events after `consumer`'s saved offset as they come, for `for` and
+    /// `async for`; ends when `stop` is set. At-least-once: an event's offset
+    /// is saved when the next one is asked for, or when `stop` ends the loop.
+    #[pyo3(signature = (consumer, *, stop=None, batch=Int(100)), text_signature = "($self, consumer, *, stop=None, batch=100)")]
+    fn subscribe(&self, consumer: &str, stop: Option<&Bound<'_, StopToken>>, batch: Int) -> PyResult<Subscription> {
+        let batch = batch_size(batch, "batch")?;
+        alkstore_core::validate_name("consumer", consumer).py()?;
+        Ok(Subscription::new(self.store.clone(), self.name.clone(), consumer.to_owned(), batch, stop))
+    }
+
+    /// Deletes the events with an offset below `offset`; returns how many.
+    fn trim_to(&self, py: Python<'_>, offset: Int) -> PyResult<i64> {
+        py.detach(|| self.store.trim_to(&self.name, offset.0)).py()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<alkstore.Stream {:?}>", self.name)
+    }
+}

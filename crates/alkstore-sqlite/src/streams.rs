@@ -1,0 +1,150 @@
+//! Streams (SPEC §9) on SQLite.
+//!
+//! Offsets follow commit order for free here: a publish is a write
+//! transaction, and SQLite has one writer per file, so the transaction that
+//! takes offset N+1 cannot start before the one that took N has committed
+//! (or rolled back, taking its head increment with it: no gap). The head row
+//! in `__alkstore_stream_heads` keeps offsets from being reused after
+//! `trim_to` deletes the newest events.
+
+use alkstore_core::{Event, Result, StreamOps, Tx};
+use rusqlite::{params, Connection};
+
+use crate::conn::atomic;
+use crate::engine::SqliteEngine;
+use crate::error::DbResult;
+
+/// Takes the stream's next offset: 1 for a new stream, else `last_seq + 1`.
+pub const PUBLISH_HEAD: &str = "\
+INSERT INTO __alkstore_stream_heads (stream, last_seq) VALUES (?1, 1) \
+ON CONFLICT (stream) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq";
+
+/// Stores the event at the offset [`PUBLISH_HEAD`] returned; `?5` clock offset.
+pub const PUBLISH_EVENT: &str = "\
+INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
+VALUES (?1, ?2, ?3, ?4, unixepoch() + ?5)";
+
+/// Events after `?2`, ascending, at most `?3`: a range scan of the primary key.
+pub const READ: &str = "\
+SELECT seq, key, payload, published_at FROM __alkstore_stream_events \
+WHERE stream = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3";
+
+/// Monotonic save: an older offset never overwrites a newer one.
+pub const SAVE_OFFSET: &str = "\
+INSERT INTO __alkstore_stream_offsets (stream, consumer, seq) VALUES (?1, ?2, ?3) \
+ON CONFLICT (stream, consumer) DO UPDATE SET seq = max(seq, excluded.seq)";
+
+/// The saved offset of one consumer.
+pub const GET_OFFSET: &str = "SELECT seq FROM __alkstore_stream_offsets WHERE stream = ?1 AND consumer = ?2";
+
+/// Deletes the events below `?2`; the head row stays.
+pub const TRIM: &str = "DELETE FROM __alkstore_stream_events WHERE stream = ?1 AND seq < ?2";
+
+fn publish(conn: &Connection, offset: i64, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
+    let seq: i64 = conn.prepare_cached(PUBLISH_HEAD).and_then(|mut s| s.query_row([stream], |r| r.get(0))).db()?;
+    conn.prepare_cached(PUBLISH_EVENT).and_then(|mut s| s.execute(params![stream, seq, key, payload, offset])).db()?;
+    Ok(seq)
+}
+
+fn read(conn: &Connection, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut stmt = conn.prepare_cached(READ).db()?;
+    let rows = stmt
+        .query_map(params![stream, after, limit], |r| {
+            Ok(Event { offset: r.get(0)?, key: r.get(1)?, payload: r.get(2)?, published_at: r.get(3)? })
+        })
+        .db()?;
+    rows.map(|r| r.db()).collect()
+}
+
+fn get_offset(conn: &Connection, stream: &str, consumer: &str) -> Result<i64> {
+    let mut stmt = conn.prepare_cached(GET_OFFSET).db()?;
+    let mut rows = stmt.query(params![stream, consumer]).db()?;
+    match rows.next().db()? {
+        Some(row) => row.get(0).db(),
+        None => Ok(0),
+    }
+}
+
+// `SqliteEngine::read` / `write` below are the engine's connection routers
+// (caller transaction, reader or writer), not the trait's `read`.
+impl StreamOps for SqliteEngine {
+    fn publish(&self, tx: Option<&mut dyn Tx>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
+        let offset = self.offset();
+        // Two statements: BEGIN IMMEDIATE on our own, a savepoint inside the caller's.
+        SqliteEngine::write(self, tx, |c, scope| atomic(c, scope, |c| publish(c, offset, stream, key, payload)))
+    }
+
+    fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
+        SqliteEngine::read(self, tx, |c| read(c, stream, after, limit))
+    }
+
+    fn save_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str, offset: i64) -> Result<()> {
+        SqliteEngine::write(self, tx, |c, _| {
+            c.prepare_cached(SAVE_OFFSET).and_then(|mut s| s.execute(params![stream, consumer, offset])).db()?;
+            Ok(())
+        })
+    }
+
+    fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64> {
+        SqliteEngine::read(self, tx, |c| get_offset(c, stream, consumer))
+    }
+
+    fn trim_to(&self, stream: &str, before: i64) -> Result<i64> {
+        let n = SqliteEngine::write(self, None, |c, _| {
+            c.prepare_cached(TRIM).and_then(|mut s| s.execute(params![stream, before])).db()
+        })?;
+        Ok(n as i64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alkstore_core::{Engine, OpenOptions};
+
+    type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+    fn engine(dir: &tempfile::TempDir) -> alkstore_core::Result<std::sync::Arc<dyn Engine>> {
+        let path = dir.path().join("s.db");
+        crate::open(path.to_str().expect("utf-8 temp path"), &OpenOptions::default())
+    }
+
+    #[test]
+    fn publish_read_offsets_trim() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let e = engine(&dir)?;
+        assert_eq!(e.publish(None, "s", None, "1")?, 1);
+        assert_eq!(e.publish(None, "s", Some("k"), "2")?, 2);
+        assert_eq!(e.publish(None, "other", None, "x")?, 1);
+        let got = e.read(None, "s", 0, 10)?;
+        assert_eq!(got.iter().map(|ev| ev.offset).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(got[1].key.as_deref(), Some("k"));
+        assert_eq!(e.read(None, "s", 1, 10)?.len(), 1);
+        assert_eq!(e.read(None, "s", 0, 1)?.len(), 1);
+
+        assert_eq!(e.get_offset(None, "s", "c")?, 0);
+        e.save_offset(None, "s", "c", 2)?;
+        e.save_offset(None, "s", "c", 1)?;
+        assert_eq!(e.get_offset(None, "s", "c")?, 2);
+
+        assert_eq!(e.trim_to("s", 3)?, 2);
+        assert!(e.read(None, "s", 0, 10)?.is_empty());
+        // The head row survives the trim: offsets are never reused.
+        assert_eq!(e.publish(None, "s", None, "3")?, 3);
+        Ok(())
+    }
+
+    #[test]
+    fn rolled_back_publish_leaves_no_gap() -> TestResult {
+        let dir = tempfile::tempdir()?;
+        let e = engine(&dir)?;
+        assert_eq!(e.publish(None, "s", None, "1")?, 1);
+        let mut tx = e.begin()?;
+        assert_eq!(e.publish(Some(tx.as_mut()), "s", None, "2")?, 2);
+        assert_eq!(e.read(Some(tx.as_mut()), "s", 0, 10)?.len(), 2);
+        tx.rollback()?;
+        assert_eq!(e.read(None, "s", 0, 10)?.len(), 1);
+        assert_eq!(e.publish(None, "s", None, "2")?, 2);
+        Ok(())
+    }
+}
