@@ -245,3 +245,17 @@ def test_usage_errors_exit_2() -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = cli("frobnicate")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_outbox_queues_are_listed_and_readable_by_their_backing_name(target: Target, store: Store) -> None:
+    webhooks = store.outbox("webhooks", max_attempts=1)
+    webhooks.enqueue({"event": "a"})
+    webhooks.enqueue({"event": "b"}, expires=0)
+    rows = json_out(cli("stats", *store_args(target), "--json"))
+    assert [(r["queue"], r["pending"]) for r in rows] == [("__alkstore_outbox:webhooks", 2)]
+    live = json_out(cli("jobs", *store_args(target), "__alkstore_outbox:webhooks", "--json"))
+    assert [j["payload"] for j in live] == [{"event": "b"}, {"event": "a"}]
+    swept = json_out(cli("sweep", *store_args(target), "__alkstore_outbox:webhooks", "--json"))
+    assert swept == {"queue": "__alkstore_outbox:webhooks", "expired": 1, "purged": 0}
+    dead = json_out(cli("jobs", *store_args(target), "__alkstore_outbox:webhooks", "--dead", "--json"))
+    assert [(j["payload"], j["last_error"]) for j in dead] == [({"event": "b"}, "expired")]

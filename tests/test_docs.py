@@ -15,8 +15,6 @@ from pathlib import Path
 
 import pytest
 
-import alkstore
-
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```python\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
@@ -26,15 +24,6 @@ MECHANISM_PAGES = [
     "queues.md", "transactions.md", "waiting.md", "outbox.md", "scheduler.md",
     "streams.md", "locks.md", "workers.md", "cli.md", "state_machine.md",
 ]  # fmt: skip
-
-#: An API a block uses -> the Store attribute that provides it. A build
-#: without the attribute skips the block instead of failing it.
-NEEDS = {
-    r"\.(schedule|unschedule|schedules|run_schedules|arun_schedules)\(": "schedule",
-    r"\.outbox\(": "outbox",
-    r"\.stream\(": "stream",
-    r"\.lock\(": "lock",
-}
 
 
 @dataclass(frozen=True)
@@ -71,10 +60,6 @@ def test_every_mechanism_page_exists_and_has_runnable_python() -> None:
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
 def test_docs_block_runs(block: Block, tmp_path: Path) -> None:
-    missing = [attr for pattern, attr in NEEDS.items() if re.search(pattern, block.code)]
-    missing = [attr for attr in missing if not hasattr(alkstore.Store, attr)]
-    if missing:
-        pytest.skip(f"uses store.{missing[0]}, which this build does not have yet")
     script = tmp_path / "example.py"
     script.write_text(block.code, encoding="utf-8")
     r = subprocess.run(

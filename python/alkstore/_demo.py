@@ -193,7 +193,7 @@ def run(path: str | None = None) -> int:
         stream_resumes(store, r)
 
     print("\nSummary")
-    print(f"   orders committed: {r.orders} (the rolled-back one left nothing)")
+    print(f"   transactions: {r.orders} order committed with its job; the rolled-back one left nothing")
     print(f"   worker: {r.worker.acked} acked, {r.worker.retried} retried, {r.worker.dead} dead")
     print(f"   schedule fires: {r.ticks}; outbox deliveries: {len(r.delivered)}")
     print(f"   stream: {len(r.first_read) + len(r.resumed)} events, each read once")

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timedelta
 
 from alkstore._cli._tables import render
-from alkstore._cli._target import CliError, open_existing, queue_view
+from alkstore._cli._target import open_existing, queue_view
 from alkstore._core import Job
 
 __all__ = ["jobs", "schedules", "stats", "sweep"]
@@ -55,13 +55,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
     """The newest ``limit`` live jobs of ``queue`` (or dead ones with ``dead``)."""
     with open_existing(target, schema) as store:
         view = queue_view(store, queue)
-        if dead:
-            found = view.dead_jobs(limit=limit)
-        else:
-            live = getattr(view, "live_jobs", None)
-            if live is None:
-                raise CliError(f"listing the live jobs of {queue!r} is not supported; try --dead or stats")
-            found = list(live(limit=limit))
+        found = view.dead_jobs(limit=limit) if dead else view.live_jobs(limit=limit)
     if as_json:
         return _dump([job_dict(j) for j in found])
     if not found:

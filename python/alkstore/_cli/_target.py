@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Protocol, cast
+from typing import Any
 
 import alkstore
-from alkstore._core import Job, QueueStats, Store, Swept
+from alkstore._core import Queue, Store
 
-__all__ = ["OUTBOX_PREFIX", "CliError", "QueueView", "open_existing", "queue_view"]
+__all__ = ["OUTBOX_PREFIX", "CliError", "open_existing", "queue_view"]
 
 #: Backing queues of outboxes (SPEC §7); `store.queue()` refuses the prefix.
 OUTBOX_PREFIX = "__alkstore_outbox:"
@@ -20,14 +20,6 @@ class CliError(Exception):
     def __init__(self, message: str, status: int = 1) -> None:
         super().__init__(message)
         self.status = status
-
-
-class QueueView(Protocol):
-    """What the commands read from a queue (or an outbox, which reads the same)."""
-
-    def stats(self) -> QueueStats: ...
-    def sweep_expired(self) -> Swept: ...
-    def dead_jobs(self, limit: int = 100, before_id: int | None = None) -> list[Job]: ...
 
 
 def sqlite_path(target: str) -> str | None:
@@ -52,13 +44,10 @@ def open_existing(target: str, schema: str | None = None) -> Store:
     return alkstore.open(target, **options)
 
 
-def queue_view(store: Store, name: str) -> QueueView:
-    """The queue ``name``, or the outbox behind an ``__alkstore_outbox:<name>`` queue."""
+def queue_view(store: Store, name: str) -> Queue:
+    """The queue ``name``; an ``__alkstore_outbox:<name>`` queue through its outbox's handle."""
     if name.startswith(OUTBOX_PREFIX):
-        # The binding's handle on the backing queue has every queue read
-        # (live_jobs included); the Outbox object has all but live_jobs.
-        opener = getattr(store, "_outbox_queue", None) or getattr(store, "outbox", None)
-        if opener is None:
-            raise CliError(f"{name!r} is an outbox queue, and this alkstore build has no store.outbox")
-        return cast(QueueView, opener(name[len(OUTBOX_PREFIX) :]))
+        # store.queue() refuses the reserved prefix; the outbox's backing
+        # queue handle has every read, live_jobs included.
+        return store._outbox_queue(name.removeprefix(OUTBOX_PREFIX))
     return store.queue(name)
