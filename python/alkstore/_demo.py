@@ -14,6 +14,7 @@ Only the public API is used, so this file doubles as an example.
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -57,6 +58,12 @@ class Results:
             and self.first_read == self.published[:2]
             and self.resumed == self.published[2:]
         )
+
+
+def _say(line: str) -> None:
+    """One write per line: handlers run on two threads, and print() writes the
+    text and its newline separately, so their lines could interleave."""
+    sys.stdout.write(line + "\n")
 
 
 def _heading(n: int, title: str) -> None:
@@ -103,12 +110,12 @@ def worker_with_retry_and_dead_letter(store: Store, r: Results) -> None:
     def send_email(payload: dict[str, str], job: JobHandle) -> None:
         to = payload["to"]
         if to == "bob@example.com" and job.attempts == 1:
-            print(f"   {to:16s} attempt {job.attempts}: smtp timeout -> retry")
+            _say(f"   {to:16s} attempt {job.attempts}: smtp timeout -> retry")
             raise TimeoutError("smtp timeout")
         if to == "eve@example.com":
-            print(f"   {to:16s} attempt {job.attempts}: no such mailbox -> dead letter")
+            _say(f"   {to:16s} attempt {job.attempts}: no such mailbox -> dead letter")
             raise alkstore.Fail("mailbox does not exist")
-        print(f"   {to:16s} attempt {job.attempts}: sent -> ack")
+        _say(f"   {to:16s} attempt {job.attempts}: sent -> ack")
 
     stop = StopToken()
     t = _in_thread(worker.run, stop)
