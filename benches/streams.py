@@ -21,19 +21,14 @@ in a fresh schema per run, dropped at the end.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
-import alkstore
-from alkstore import Store, Stream
+from alkstore import Event, Store, Stream
+from workloads import Target  # the same per-engine store setup and cleanup
 
-DSN = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 PAYLOAD = {"order": 1234, "status": "paid", "amount": "19.90"}
 WORKLOADS = ("publish", "publish-tx", "publishers", "held", "replay")
 
@@ -44,39 +39,6 @@ def report(workload: str, engine: str, phase: str, n: int, seconds: float) -> fl
         f"{workload:11s} {engine:9s} {phase:28s} {rate:10.0f} events/s  ({n} in {seconds:.2f} s)", flush=True
     )
     return rate
-
-
-class Target:
-    """Where one engine's stores live: a temp dir of SQLite files, or one fresh pg schema."""
-
-    def __init__(self, engine: str) -> None:
-        self.engine = engine
-        self.dir = tempfile.mkdtemp(prefix="alkstore-bench-") if engine == "sqlite" else ""
-        self.schema = "bench_" + uuid.uuid4().hex[:12]
-
-    @contextmanager
-    def store(self) -> Iterator[Store]:
-        if self.engine == "sqlite":
-            with alkstore.open(os.path.join(self.dir, uuid.uuid4().hex[:8] + ".db")) as store:
-                yield store
-        else:
-            with alkstore.open(DSN, schema=self.schema) as store:
-                yield store
-
-    def cleanup(self) -> None:
-        if self.engine == "sqlite":
-            shutil.rmtree(self.dir, ignore_errors=True)
-            return
-        try:
-            import psycopg
-        except ImportError:
-            print(f"psycopg is not installed: drop schema {self.schema} by hand", flush=True)
-            return
-        try:
-            with psycopg.connect(DSN, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
-        except psycopg.Error as exc:
-            print(f"could not drop schema {self.schema}: {exc}", flush=True)
 
 
 def fresh_stream(store: Store, workload: str) -> Stream:
@@ -142,8 +104,8 @@ def workload_publishers(target: Target, n: int, k: int) -> None:
         assert offsets == list(range(1, n // k * k + 1)), "gapless offsets under concurrent publishers"
 
 
-def read_all(s: Stream) -> list[alkstore.Event]:
-    events: list[alkstore.Event] = []
+def read_all(s: Stream) -> list[Event]:
+    events: list[Event] = []
     while page := s.read(after=events[-1].offset if events else 0, limit=1000):
         events.extend(page)
     return events
