@@ -23,8 +23,8 @@ import pytest
 
 import alkstore
 from tests.conftest import Target
+from tests.processes import read_line, sigkill, spawn
 from tests.scheduling import Runner, next_fire, pending, wait_until
-from tests.test_concurrency import read_line, sigkill, spawn
 
 
 def assert_each_boundary_fired_once(store: alkstore.Store, first: int, clock_offset: int = 0) -> None:

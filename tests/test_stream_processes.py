@@ -7,55 +7,16 @@ Helpers in tests/helpers/ import the installed alkstore and open the test's targ
 
 from __future__ import annotations
 
-import selectors
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from pathlib import Path
+from contextlib import ExitStack
 
 import pytest
 
 import alkstore
 from alkstore import Store
 from tests.conftest import Target
-
-HELPERS = Path(__file__).parent / "helpers"
-
-
-@contextmanager
-def spawn(script: str, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """A helper process with a stdin pipe, killed (if still running) and reaped on exit."""
-    with subprocess.Popen(
-        [sys.executable, str(HELPERS / script), *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait(30)
-
-
-def read_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
-    """The helper's next stdout line, or a failure with its stderr."""
-    assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            pytest.fail(f"{proc.args!r} printed nothing within {timeout}s")
-    line = proc.stdout.readline()
-    if not line:
-        proc.wait(10)
-        assert proc.stderr is not None
-        pytest.fail(f"{proc.args!r} exited ({proc.returncode}) early: {proc.stderr.read()}")
-    return line.strip()
+from tests.processes import read_line, spawn
 
 
 @pytest.mark.slow

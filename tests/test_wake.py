@@ -13,15 +13,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
 import alkstore
 
 from .conftest import Target, pg_admin_connect
-
-HELPERS = Path(__file__).parent / "helpers"
+from .processes import HELPERS
 
 
 @pytest.fixture
