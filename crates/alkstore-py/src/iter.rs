@@ -5,12 +5,11 @@ use std::sync::Arc;
 
 use alkstore_core::{Claimed, StopToken as CoreStop, Store as CoreStore};
 use parking_lot::Mutex;
-use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 
 use crate::handle::JobHandle;
 use crate::stop::StopToken;
-use crate::wait::blocking;
+use crate::wait::{self, blocking};
 
 /// Yields claimed jobs until `stop` is set (or the store closes).
 #[pyclass(name = "JobIterator", module = "alkstore", frozen)]
@@ -92,18 +91,12 @@ impl JobIterator {
     }
 
     fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let bridge = py.import("alkstore._aio")?.getattr("run_blocking")?;
-        let step = slf.getattr("_next_blocking")?;
-        Ok(bridge.call1((step,))?.unbind())
+        wait::anext(slf.as_any())
     }
 
     /// One blocking step for the asyncio bridge; raises StopAsyncIteration at the end.
     fn _next_blocking(&self, py: Python<'_>, cancel: &Bound<'_, StopToken>) -> PyResult<JobHandle> {
-        match self.next_job(py, Some(&cancel.get().inner))? {
-            Some(h) => Ok(h),
-            None => Err(PyStopAsyncIteration::new_err(())),
-        }
+        wait::or_stop_async(self.next_job(py, Some(&cancel.get().inner))?)
     }
 
     fn __repr__(&self) -> String {

@@ -12,12 +12,11 @@ use std::sync::Arc;
 
 use alkstore_core::{Event as CoreEvent, StopToken as CoreStop, Store as CoreStore, WaitSpec};
 use parking_lot::Mutex;
-use pyo3::exceptions::PyStopAsyncIteration;
 use pyo3::prelude::*;
 
 use crate::event::Event;
 use crate::stop::StopToken;
-use crate::wait::blocking;
+use crate::wait::{self, blocking};
 
 /// Where one subscription stands.
 #[derive(Default)]
@@ -129,18 +128,12 @@ impl Subscription {
     }
 
     fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
-        let bridge = py.import("alkstore._aio")?.getattr("run_blocking")?;
-        let step = slf.getattr("_next_blocking")?;
-        Ok(bridge.call1((step,))?.unbind())
+        wait::anext(slf.as_any())
     }
 
     /// One blocking step for the asyncio bridge; raises StopAsyncIteration at the end.
     fn _next_blocking(&self, py: Python<'_>, cancel: &Bound<'_, StopToken>) -> PyResult<Event> {
-        match self.next_event(py, Some(&cancel.get().inner))? {
-            Some(e) => Ok(e),
-            None => Err(PyStopAsyncIteration::new_err(())),
-        }
+        wait::or_stop_async(self.next_event(py, Some(&cancel.get().inner))?)
     }
 
     fn __repr__(&self) -> String {

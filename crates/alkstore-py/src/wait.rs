@@ -70,3 +70,16 @@ pub fn blocking<T: Send>(
         Err(e) => Err(to_pyerr(e)),
     }
 }
+
+/// `__anext__` of an iterator that also iterates with `for`: its blocking
+/// `_next_blocking(cancel)` step runs on a thread of its own through
+/// `alkstore._aio.run_blocking`, so the event loop keeps running.
+pub fn anext(slf: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    let bridge = slf.py().import("alkstore._aio")?.getattr("run_blocking")?;
+    Ok(bridge.call1((slf.getattr("_next_blocking")?,))?.unbind())
+}
+
+/// The end of an async iteration: `None` from a step becomes StopAsyncIteration.
+pub fn or_stop_async<T>(item: Option<T>) -> PyResult<T> {
+    item.ok_or_else(|| pyo3::exceptions::PyStopAsyncIteration::new_err(()))
+}
