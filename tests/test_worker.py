@@ -10,8 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 import alkstore
 from alkstore import JobHandle, StopToken, Store, Worker
 from tests.conftest import Target
+from tests.workers import running, wait_for
 
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 
@@ -26,38 +26,6 @@ HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 def helpers_path() -> str:
     """PYTHONPATH for a child that imports the helper apps (and whatever alkstore we import)."""
     return os.pathsep.join(p for p in [HELPERS, os.environ.get("PYTHONPATH", "")] if p)
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-@contextmanager
-def running(worker: Worker, stop: StopToken | None = None) -> Iterator[StopToken]:
-    """Runs the worker on a thread for the block; stops it and joins on exit."""
-    token = stop or StopToken()
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            worker.run(token)
-        except BaseException as exc:
-            errors.append(exc)
-
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    try:
-        yield token
-    finally:
-        token.stop()
-        t.join(30)
-        assert not t.is_alive(), "Worker.run did not return after stop"
-    if errors:
-        raise errors[0]
 
 
 def fast_queue(store: Store, name: str, **options: Any) -> alkstore.Queue:

@@ -15,6 +15,7 @@ __all__ = [
     "InvalidSpec",
     "LeadershipLost",
     "LockHeld",
+    "SharedFileWarning",
     "StoreClosed",
     "TransactionClosed",
     "TransactionError",
@@ -71,3 +72,10 @@ class DatabaseError(AlkstoreError):
 
 class ConnectionLost(DatabaseError):
     """The connection to the database server was lost mid-call."""
+
+
+class SharedFileWarning(UserWarning):
+    """Issued by ``open()`` of a SQLite store where alkstore cannot keep its file locks
+    apart from another SQLite library in the same process (Python's ``sqlite3``,
+    SQLAlchemy, Django): there, the application must not use the store's file
+    through its own driver while the store is open (docs/transactions.md)."""

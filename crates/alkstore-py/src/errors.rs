@@ -44,6 +44,14 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
     Ok(PyErr::from_value(instance))
 }
 
+/// Issues a warning of the `alkstore._errors` category `name`, attributed
+/// to the caller's line.
+pub fn warn(py: Python<'_>, name: &str, message: &str) -> PyResult<()> {
+    let category = class(py, name)?;
+    let text = std::ffi::CString::new(message.replace('\0', " "))?;
+    PyErr::warn(py, &category, &text, 1)
+}
+
 /// `?`-friendly conversion of core results.
 pub trait IntoPyResult<T> {
     /// Maps the error through [`to_pyerr`].

@@ -93,6 +93,14 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
             Target::Postgres(u) => alkstore_postgres::open(u, &options),
         })
         .py()?;
+    if let (Target::Sqlite(p), Err(why)) = (&parsed, alkstore_sqlite::shared_file_protection()) {
+        let message = format!(
+            "{why}. While this store is open, do not use {p:?} through another SQLite library in this \
+             process (Python's sqlite3, SQLAlchemy, Django): its writes and alkstore's could overwrite \
+             each other. See docs/transactions.md."
+        );
+        crate::errors::warn(py, "SharedFileWarning", &message)?;
+    }
     Ok(Store { inner: Arc::new(CoreStore::new(engine, options)), target: redact_url(&text) })
 }
 

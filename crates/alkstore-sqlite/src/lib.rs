@@ -28,6 +28,7 @@ mod conn;
 mod engine;
 mod enqueue;
 mod error;
+mod filelocks;
 mod handle;
 mod locks;
 mod migrate;
@@ -41,6 +42,8 @@ mod sweep;
 mod tx;
 mod wake;
 
+pub use filelocks::{shared_file_protection, LOCKS_ENV};
+
 /// The schema version this build of the engine creates and understands;
 /// a file with a higher `schema_version` is refused at open.
 pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
@@ -50,6 +53,9 @@ pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
 /// A file that is not a SQLite database, is corrupt, cannot be written, or
 /// was written by a newer alkstore gives `Error::Database` naming the file.
 pub fn open(path: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+    // Before the first file is opened; when it cannot hold, the binding
+    // warns (see `shared_file_protection`).
+    let _ = filelocks::install();
     let conns = open::open_conns(path, options)?;
     Ok(Arc::new(engine::SqliteEngine::new(conns, path, options)))
 }
