@@ -261,6 +261,19 @@ def test_jobs_enqueued_after_the_app_closed_survive_a_crash(target: Target) -> N
     assert integrity(path) == "ok"
 
 
+def test_closed_stores_leave_no_lock_behind(target: Target) -> None:
+    """Once alkstore's stores are closed, the app's last connection is the last user
+    of the file: its close checkpoints and removes the WAL, as SQLite does alone."""
+    path = target.location
+    with app_connection(path) as app:
+        with target.open() as store:
+            store.queue("q").enqueue({})
+        time.sleep(0.1)  # the wake watcher closes its connection on its own thread
+        app.execute("SELECT count(*) FROM sqlite_schema").fetchone()
+    assert not os.path.exists(path + "-wal")
+    assert scalar(path, "SELECT count(*) FROM __alkstore_jobs") == 1
+
+
 # -- descriptors: kept while the app may hold locks, never without bound -----
 
 

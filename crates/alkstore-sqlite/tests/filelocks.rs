@@ -178,6 +178,12 @@ fn posix_locks_survive_the_store_closing_its_connections() -> Result<()> {
     settled_descriptors_on(&f.path);
     let me = i32::try_from(std::process::id()).map_err(|e| Error::database(None, e.to_string()))?;
     assert_eq!(probe.blocker(SHARED_FIRST, SHARED_SIZE).map_err(io)?, Some(me), "the POSIX read lock was dropped");
+    // And the closed stores left no lock of theirs behind: none below the
+    // SHARED range of the database, none anywhere on the -shm (SQLite
+    // relies on close() to drop its DMS lock there).
+    assert_eq!(probe.blocker(0, SHARED_FIRST).map_err(io)?, None);
+    let shm_probe = Fd::open(&format!("{}-shm", f.path)).map_err(io)?;
+    assert_eq!(shm_probe.blocker(0, 0).map_err(io)?, None);
     Ok(())
 }
 

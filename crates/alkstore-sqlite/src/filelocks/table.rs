@@ -170,6 +170,12 @@ impl Table {
         let file = self.files.get_mut(&held.key)?;
         file.open -= 1;
         file.parked.push(Parked { fd, access: held.access });
+        if file.open == 0 {
+            // With POSIX locks, closing the copy's last descriptor of a file
+            // drops whatever it still holds there, and SQLite counts on that
+            // for the -shm's DMS lock; do the same on our description.
+            unlock_all(file.lock_fd);
+        }
         Some(held.key)
     }
 
@@ -179,6 +185,16 @@ impl Table {
     pub(super) fn forget(&mut self) {
         std::mem::forget(std::mem::replace(self, Table::new()));
     }
+}
+
+/// Drops every lock held through the description `lock_fd`.
+fn unlock_all(lock_fd: c_int) {
+    // SAFETY: zeroed is a valid flock; l_start = l_len = 0 covers the whole file.
+    let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+    lock.l_type = libc::F_UNLCK as libc::c_short;
+    lock.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: our own description and a valid flock.
+    unsafe { libc::fcntl(lock_fd, libc::F_OFD_SETLK, &mut lock) };
 }
 
 /// The (device, inode) of `fd` when it is a regular file.
