@@ -25,6 +25,8 @@ pub(super) struct File {
     /// The name SQLite opened it by (absolute: SQLite resolves names first).
     pub(super) path: CString,
     pub(super) kind: Kind,
+    /// For a `-shm` file, the database it belongs to (resolved when opened).
+    pub(super) db: Option<Key>,
     /// This module's own open of the file. Every lock the copy takes on the
     /// file goes through it, so all of the copy's connections are one lock
     /// owner, as they would be with POSIX locks.
@@ -90,9 +92,7 @@ impl Table {
 
     /// The tracked `-shm` file of the database `db`.
     pub(super) fn shm_of(&self, db: Key) -> Option<Key> {
-        let mut name = self.files.get(&db)?.path.as_bytes().to_vec();
-        name.extend_from_slice(b"-shm");
-        self.files.iter().find(|(_, f)| f.kind == Kind::Shm && f.path.as_bytes() == name).map(|(k, _)| *k)
+        self.files.iter().find(|(_, f)| f.kind == Kind::Shm && f.db == Some(db)).map(|(k, _)| *k)
     }
 
     /// The database whose release covers the tracked file `key`.
@@ -100,8 +100,17 @@ impl Table {
         let file = self.files.get(&key)?;
         match file.kind {
             Kind::Db => Some(key),
-            Kind::Shm => file.path.as_bytes().strip_suffix(b"-shm").and_then(|stem| self.db_named(stem)),
+            Kind::Shm => file.db,
         }
+    }
+
+    /// The database a `-shm` file at `path` belongs to: the tracked file
+    /// now at the stem's path (a name can outlive a replaced file), else
+    /// the tracked database of that name.
+    fn db_for_shm(&self, path: &CStr) -> Option<Key> {
+        let stem = path.to_bytes().strip_suffix(b"-shm")?;
+        let at_path = CString::new(stem).ok().and_then(|p| path_key(&p)).filter(|k| self.files.contains_key(k));
+        at_path.or_else(|| self.db_named(stem))
     }
 
     /// True when some descriptor is parked, so an open should look for it.
@@ -125,11 +134,12 @@ impl Table {
     /// lock description, or `None` when the file cannot be tracked.
     pub(super) fn opened(&mut self, fd: c_int, path: &CStr, kind: Kind, access: c_int) -> Option<c_int> {
         let key = regular_file_key(fd)?;
+        let db = if kind == Kind::Shm { self.db_for_shm(path) } else { None };
         let file = match self.files.entry(key) {
             std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::btree_map::Entry::Vacant(e) => {
-                let lock_fd = open_lock_description(fd)?;
-                e.insert(File { path: path.to_owned(), kind, lock_fd, open: 0, parked: Vec::new() })
+                let lock_fd = open_lock_description(fd, path)?;
+                e.insert(File { path: path.to_owned(), kind, db, lock_fd, open: 0, parked: Vec::new() })
             }
         };
         file.open += 1;
@@ -219,22 +229,26 @@ pub(super) fn path_key(path: &CStr) -> Option<Key> {
     Some((st.st_dev, st.st_ino))
 }
 
-/// A new open file description of the file behind `fd`, read-write when
-/// allowed (a write lock needs it), numbered 3 or above.
-fn open_lock_description(fd: c_int) -> Option<c_int> {
+/// A new open file description of the file behind `fd` (opened at `path`),
+/// read-write when allowed (a write lock needs it).
+fn open_lock_description(fd: c_int, path: &CStr) -> Option<c_int> {
+    // Through /proc first: it names the very inode even if the path was
+    // replaced meanwhile; the path itself where /proc is not mounted.
     let proc_path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
-    for mode in [libc::O_RDWR, libc::O_RDONLY] {
-        // SAFETY: a NUL-terminated path and plain flags.
-        let lock_fd = unsafe { libc::open(proc_path.as_ptr(), mode | libc::O_CLOEXEC | libc::O_NOCTTY) };
-        if lock_fd >= 0 {
-            // Reopening through /proc names the very inode; checked anyway,
-            // since a lock on another file would protect nothing.
+    for name in [proc_path.as_c_str(), path] {
+        for mode in [libc::O_RDWR, libc::O_RDONLY] {
+            // SAFETY: a NUL-terminated path and plain flags.
+            let lock_fd = unsafe { libc::open(name.as_ptr(), mode | libc::O_CLOEXEC | libc::O_NOCTTY) };
+            if lock_fd < 0 {
+                continue;
+            }
+            // A lock on another file would protect nothing.
             if regular_file_key(lock_fd) == regular_file_key(fd) {
                 return Some(lock_fd);
             }
-            // SAFETY: our own descriptor of some other file; nobody locks through it.
+            // SAFETY: our own descriptor of a file that replaced the database
+            // at its path, which is not SQLite's file.
             unsafe { libc::close(lock_fd) };
-            return None;
         }
     }
     None
@@ -251,5 +265,78 @@ pub(super) fn occupy_std_descriptors() {
             // SAFETY: a constant path; open returns the lowest free descriptor, which is `fd` or lower.
             unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(path: &std::path::Path) -> CString {
+        CString::new(path.as_os_str().as_bytes()).expect("a path without NUL")
+    }
+
+    fn open(path: &CStr, flags: c_int) -> c_int {
+        // SAFETY: a NUL-terminated path and plain flags.
+        let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CREAT | libc::O_CLOEXEC, 0o600) };
+        assert!(fd >= 0, "{}", std::io::Error::last_os_error());
+        fd
+    }
+
+    #[test]
+    fn companions_are_told_by_their_database() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let db = name(&dir.path().join("x.db"));
+        let wal = name(&dir.path().join("x.db-wal"));
+        let mut table = Table::new();
+        // No database of that stem is open: a file merely *named* like a WAL is a database.
+        assert_eq!(table.kind_of(&wal, libc::O_RDWR), Some(Kind::Db));
+        table.opened(open(&db, libc::O_RDWR), &db, Kind::Db, libc::O_RDWR).expect("tracked");
+        assert_eq!(table.kind_of(&wal, libc::O_RDWR), None);
+        assert_eq!(table.kind_of(&name(&dir.path().join("x.db-journal")), libc::O_RDWR), None);
+        assert_eq!(table.kind_of(&name(&dir.path().join("x.db-shm")), libc::O_RDWR), Some(Kind::Shm));
+        assert_eq!(table.kind_of(&db, libc::O_RDWR | libc::O_EXCL), None, "exclusive temp files are never shared");
+    }
+
+    #[test]
+    fn every_descriptor_of_a_file_locks_through_one_description() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let db = name(&dir.path().join("x.db"));
+        let mut table = Table::new();
+        let first = table.opened(open(&db, libc::O_RDWR), &db, Kind::Db, libc::O_RDWR);
+        let second = table.opened(open(&db, libc::O_RDONLY), &db, Kind::Db, libc::O_RDONLY);
+        assert!(first.is_some());
+        assert_eq!(first, second);
+    }
+
+    #[test]
+    fn a_closed_descriptor_is_parked_and_handed_out_again_for_the_same_access() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let db = name(&dir.path().join("x.db"));
+        let mut table = Table::new();
+        let fd = open(&db, libc::O_RDWR);
+        table.opened(fd, &db, Kind::Db, libc::O_RDWR).expect("tracked");
+        let key = table.closing(fd).expect("parked, not closed");
+        assert_eq!(table.files[&key].open, 0);
+        assert!(table.has_parked());
+        assert_eq!(table.reuse(key, libc::O_RDONLY), None, "a read-only open never gets a read-write descriptor");
+        assert_eq!(table.reuse(key, libc::O_RDWR), Some(fd));
+        assert_eq!(table.files[&key].open, 1);
+        assert_eq!(table.closing(-1), None, "a descriptor never tracked is not ours to keep");
+    }
+
+    #[test]
+    fn a_shm_file_belongs_to_the_database_at_its_stem() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let db = name(&dir.path().join("x.db"));
+        let shm = name(&dir.path().join("x.db-shm"));
+        let mut table = Table::new();
+        let db_fd = open(&db, libc::O_RDWR);
+        table.opened(db_fd, &db, Kind::Db, libc::O_RDWR).expect("tracked");
+        let shm_fd = open(&shm, libc::O_RDWR);
+        table.opened(shm_fd, &shm, Kind::Shm, libc::O_RDWR).expect("tracked");
+        let (db_key, shm_key) = (regular_file_key(db_fd), regular_file_key(shm_fd));
+        assert_eq!(table.db_of(shm_key.expect("a file")), db_key);
+        assert_eq!(table.shm_of(db_key.expect("a file")), shm_key);
     }
 }
