@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from alkstore import StopToken, Worker
+from tests.scheduling import wait_until as wait_for
 
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
+__all__ = ["running", "wait_for"]
 
 
 @contextmanager
