@@ -365,7 +365,9 @@ def other_store(target: Target, tmp_path: Path) -> Iterator[alkstore.Store]:
         drop_schema(schema)
 
 
-def test_ack_batch_refuses_handles_of_another_store(store: alkstore.Store, other_store: alkstore.Store) -> None:
+def test_ack_batch_refuses_handles_of_another_store(
+    store: alkstore.Store, other_store: alkstore.Store
+) -> None:
     """A handle from another store can match this store's row by id, worker and
     claim token; it used to delete this store's job. Refused: nothing is acked."""
     mine, theirs = store.queue("q"), other_store.queue("q")

@@ -247,11 +247,15 @@ impl Store {
 
     /// `job.heartbeat`; `extend_s` None means the stamped visibility timeout.
     pub fn heartbeat(&self, job: &Claimed, extend_s: Option<i64>) -> Result<Option<i64>> {
+        if let Some(e) = extend_s {
+            check_seconds("extend", e)?;
+        }
+        // The stamped lease passed the same bound at enqueue (a row written
+        // before the bound existed is clamped by the engine instead).
         let extend = extend_s.unwrap_or(job.visibility_timeout_s);
         if extend < 1 {
             return Err(Error::Value(format!("extend must be >= 1 second after rounding up, got {extend}")));
         }
-        check_seconds("extend", extend)?;
         self.enter(None)?;
         self.engine.heartbeat(job, extend)
     }
