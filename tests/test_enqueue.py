@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections import UserDict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -192,6 +194,27 @@ def test_enqueue_many_accepts_iterables(store: alkstore.Store) -> None:
     assert len(ids) == 5 and ids == sorted(ids) and len(set(ids)) == 5
     claimed = [q.claim("w") for _ in range(5)]
     assert [c.payload["i"] for c in claimed if c is not None] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    "payloads",
+    [
+        "abc",
+        b"abc",
+        bytearray(b"abc"),
+        memoryview(b"abc"),
+        {"to": "ada@example.com"},
+        MappingProxyType({"to": "ada@example.com"}),
+        UserDict({"to": "ada@example.com"}),
+    ],
+    ids=["str", "bytes", "bytearray", "memoryview", "dict", "mappingproxy", "userdict"],
+)
+def test_enqueue_many_refuses_str_bytes_and_mappings(store: alkstore.Store, payloads: Any) -> None:
+    """`enqueue_many("abc")` used to enqueue three jobs, a dict its keys."""
+    q = store.queue("q")
+    with pytest.raises(TypeError, match="payloads"):
+        q.enqueue_many(payloads)
+    assert_empty(q)
 
 
 def test_enqueue_many_options_apply_to_all(store: alkstore.Store) -> None:

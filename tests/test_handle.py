@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 import alkstore
+from tests.conftest import PG_URL, Target, drop_schema, new_schema_name
 
 
 def claim_one(q: alkstore.Queue, worker: str = "w") -> alkstore.JobHandle:
@@ -345,6 +348,49 @@ def test_ack_batch_duplicates_count_once(store: alkstore.Store) -> None:
     q.enqueue({})
     h = claim_one(q)
     assert q.ack_batch([h, h]) == 1
+
+
+@pytest.fixture
+def other_store(target: Target, tmp_path: Path) -> Iterator[alkstore.Store]:
+    """A store on a second, separate database of the same engine."""
+    if target.engine == "sqlite":
+        with alkstore.open(tmp_path / "other.db") as other:
+            yield other
+        return
+    schema = new_schema_name()
+    try:
+        with alkstore.open(PG_URL, schema=schema) as other:
+            yield other
+    finally:
+        drop_schema(schema)
+
+
+def test_ack_batch_refuses_handles_of_another_store(
+    store: alkstore.Store, other_store: alkstore.Store
+) -> None:
+    """A handle from another store can match this store's row by id, worker and
+    claim token; it used to delete this store's job. Refused: nothing is acked."""
+    mine, theirs = store.queue("q"), other_store.queue("q")
+    job_id = mine.enqueue("mine")
+    assert theirs.enqueue("theirs") == job_id
+    h_mine, h_theirs = claim_one(mine), claim_one(theirs)
+    for batch in ([h_theirs], [h_mine, h_theirs]):
+        with pytest.raises(ValueError, match="another store"):
+            mine.ack_batch(batch)
+    for q in (mine, theirs):
+        job = q.get_job(job_id)
+        assert job is not None and job.state == "processing"
+    assert store.queue("q").ack_batch([h_mine]) == 1  # another Queue object of the same store is fine
+    assert mine.get_job(job_id) is None
+
+
+def test_ack_batch_refuses_what_is_not_a_handle(store: alkstore.Store) -> None:
+    q = store.queue("q")
+    q.enqueue({})
+    h = claim_one(q)
+    with pytest.raises(TypeError, match="jobs"):
+        q.ack_batch([h, "1"])  # type: ignore[list-item]
+    assert q.stats().processing == 1
 
 
 # --- the curve -----------------------------------------------------------------------

@@ -3,6 +3,9 @@
 
 use rand::Rng;
 
+use crate::duration;
+use crate::error::{Error, Result};
+
 /// The cap on the curve's upper bound, in seconds. A contract constant, no knob.
 pub const BACKOFF_CAP_S: i64 = 3600;
 
@@ -20,6 +23,16 @@ pub fn backoff_range(attempt: i64, base_s: f64) -> (i64, i64) {
     }
     let lo = (hi / 2.0).ceil() as i64;
     (lo, hi.floor() as i64)
+}
+
+/// [`backoff_range`] for arguments from a caller (`alkstore.backoff_range`):
+/// `attempt >= 1` and a base under the duration rule of `backoff_base_s`.
+pub fn checked_backoff_range(attempt: i64, base_s: f64) -> Result<(i64, i64)> {
+    if attempt < 1 {
+        return Err(Error::Value(format!("attempt must be >= 1, got {attempt}")));
+    }
+    let base_s = duration::fractional_seconds("base_s", base_s)?;
+    Ok(backoff_range(attempt, base_s))
 }
 
 /// A uniform integer delay drawn from [`backoff_range`].
@@ -49,6 +62,16 @@ mod tests {
         assert_eq!(backoff_range(1, 0.0), (0, 0));
         assert_eq!(backoff_range(1, 0.5), (0, 0));
         assert_eq!(backoff_range(2, 0.5), (1, 1));
+    }
+
+    #[test]
+    fn checked_refuses_what_the_curve_would_quietly_clamp() -> Result<()> {
+        assert_eq!(checked_backoff_range(3, 5.0)?, (10, 20));
+        assert!(matches!(checked_backoff_range(0, 5.0), Err(Error::Value(m)) if m.contains("attempt")));
+        for bad in [-1.0, f64::NAN, f64::INFINITY, 1e300] {
+            assert!(matches!(checked_backoff_range(1, bad), Err(Error::Value(m)) if m.contains("base_s")));
+        }
+        Ok(())
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! driver: the engines depend on it, never the reverse.
 
 pub mod backoff;
+pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod lock;
@@ -25,7 +26,8 @@ pub mod txguard;
 pub mod waiting;
 pub mod wake;
 
-pub use backoff::{backoff_delay, backoff_range, BACKOFF_CAP_S};
+pub use backoff::{backoff_delay, backoff_range, checked_backoff_range, BACKOFF_CAP_S};
+pub use duration::{MAX_DURATION_S, MAX_INSTANT_S};
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
 pub use model::*;

@@ -7,13 +7,14 @@
 //!
 //! [`LockOps`]: crate::ops::LockOps
 
+use crate::duration::MAX_DURATION_S;
 use crate::error::{Error, Result};
 use crate::names::validate_name;
 use crate::store::Store;
 
-/// The longest lease a caller may ask for: about 31,700 years, i.e. "until
-/// released". Bounded so `now + ttl` stays far inside both engines' integers.
-pub const MAX_TTL_S: i64 = 1_000_000_000_000;
+/// The longest lease a caller may ask for: the duration bound of every
+/// argument (100 years, ADR 0011), i.e. "until released".
+pub const MAX_TTL_S: i64 = MAX_DURATION_S;
 
 /// The argument rules of every lock call; `ttl_s` None skips the ttl check.
 /// Public so a binding can refuse bad arguments when the lock object is

@@ -2,6 +2,7 @@
 //!
 //! All timestamps are whole Unix seconds from the database's clock (SPEC §4.7).
 
+use crate::duration;
 use crate::error::{Error, Result};
 
 /// Queue options, stamped onto each job at enqueue (SPEC §4).
@@ -25,7 +26,8 @@ impl Default for QueueOpts {
 }
 
 impl QueueOpts {
-    /// Validates raw option values the way `store.queue()` must.
+    /// Validates raw option values the way `store.queue()` must: SPEC §4's
+    /// minimums, then the duration bound of ADR 0011.
     pub fn new(
         visibility_timeout_s: f64,
         max_attempts: i64,
@@ -37,33 +39,41 @@ impl QueueOpts {
                 "visibility_timeout_s must be a finite number >= 1, got {visibility_timeout_s}"
             )));
         }
-        if max_attempts < 1 {
-            return Err(Error::Value(format!("max_attempts must be >= 1, got {max_attempts}")));
-        }
-        if !backoff_base_s.is_finite() || backoff_base_s < 0.0 {
-            return Err(Error::Value(format!("backoff_base_s must be a finite number >= 0, got {backoff_base_s}")));
-        }
         let retention = match dead_letter_retention_s {
             None => None,
-            Some(r) if r.is_finite() && r >= 0.0 => Some(ceil_secs(r)),
+            Some(r) if r.is_finite() && r >= 0.0 => Some(duration::seconds("dead_letter_retention_s", r)?),
             Some(r) => {
                 return Err(Error::Value(format!(
                     "dead_letter_retention_s must be None or a finite number >= 0, got {r}"
                 )))
             }
         };
-        Ok(QueueOpts {
-            visibility_timeout_s: ceil_secs(visibility_timeout_s),
+        let opts = QueueOpts {
+            visibility_timeout_s: duration::seconds("visibility_timeout_s", visibility_timeout_s)?,
             max_attempts,
             backoff_base_s,
             dead_letter_retention_s: retention,
-        })
+        };
+        opts.check()?;
+        Ok(opts)
     }
-}
 
-/// Rounds a non-negative finite duration up to whole seconds (SPEC §4.7).
-pub fn ceil_secs(d: f64) -> i64 {
-    d.ceil() as i64
+    /// Checks options however they were built (the fields are public): every
+    /// rule of [`QueueOpts::new`] on the stored whole seconds.
+    pub fn check(&self) -> Result<()> {
+        if self.visibility_timeout_s < 1 {
+            return Err(Error::Value(format!("visibility_timeout_s must be >= 1, got {}", self.visibility_timeout_s)));
+        }
+        duration::check_seconds("visibility_timeout_s", self.visibility_timeout_s)?;
+        if self.max_attempts < 1 {
+            return Err(Error::Value(format!("max_attempts must be >= 1, got {}", self.max_attempts)));
+        }
+        duration::fractional_seconds("backoff_base_s", self.backoff_base_s)?;
+        if let Some(r) = self.dead_letter_retention_s {
+            duration::check_seconds("dead_letter_retention_s", r)?;
+        }
+        Ok(())
+    }
 }
 
 /// When a new job becomes ready. `delay` wins over `run_at` (resolved by the caller).

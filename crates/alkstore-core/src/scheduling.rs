@@ -3,6 +3,7 @@
 //!
 //! [`ScheduleOps`]: crate::ops::ScheduleOps
 
+use crate::duration::check_seconds;
 use crate::error::{Error, Result};
 use crate::names::validate_name;
 use crate::ops::ScheduleRow;
@@ -44,9 +45,7 @@ impl Store {
             }
         }
         if let Some(e) = s.expires_s {
-            if e < 0 {
-                return Err(Error::Value(format!("expires must be >= 0 seconds, got {e}")));
-            }
+            check_seconds("expires", e)?;
         }
         let row = ScheduleRow {
             name: s.name.clone(),

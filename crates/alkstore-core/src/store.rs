@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 
+use crate::duration::{check_instant, check_seconds, check_wait, MAX_DURATION_S};
 use crate::engine::{Engine, Tx};
 use crate::error::{Error, Result};
-use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
 use crate::names::validate_name;
 use crate::sql::{SqlRow, SqlValue};
 use crate::target::OpenOptions;
@@ -153,12 +154,25 @@ impl Store {
         opts: &QueueOpts,
         jobs: &[NewJob],
     ) -> Result<Vec<i64>> {
+        opts.check()?;
         for job in jobs {
             self.check_payload(&job.payload)?;
             if let Some(m) = job.max_attempts {
                 if m < 1 {
                     return Err(Error::Value(format!("max_attempts must be >= 1, got {m}")));
                 }
+            }
+            match job.ready {
+                ReadyAt::Now => {}
+                ReadyAt::Delay(d) => {
+                    check_seconds("delay", d)?;
+                }
+                ReadyAt::At(t) => {
+                    check_instant("run_at", t)?;
+                }
+            }
+            if let Some(e) = job.expires_s {
+                check_seconds("expires", e)?;
             }
         }
         if jobs.is_empty() {
@@ -196,6 +210,9 @@ impl Store {
         if spec.timeout == Some(std::time::Duration::ZERO) {
             return self.claim(queue, worker_id, n);
         }
+        if let Some(t) = spec.timeout {
+            check_wait("timeout", t)?;
+        }
         validate_name("worker", worker_id)?;
         if n == 0 || n > MAX_BATCH {
             return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
@@ -217,9 +234,7 @@ impl Store {
     pub fn retry(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
         check_error_text(error)?;
         if let Some(d) = delay_s {
-            if d < 0 {
-                return Err(Error::Value(format!("delay must be >= 0 seconds, got {d}")));
-            }
+            check_seconds("delay", d)?;
         }
         self.in_tx(tx, |t| self.engine.retry(t, job, error, delay_s))
     }
@@ -232,6 +247,11 @@ impl Store {
 
     /// `job.heartbeat`; `extend_s` None means the stamped visibility timeout.
     pub fn heartbeat(&self, job: &Claimed, extend_s: Option<i64>) -> Result<Option<i64>> {
+        if let Some(e) = extend_s {
+            check_seconds("extend", e)?;
+        }
+        // The stamped lease passed the same bound at enqueue (a row written
+        // before the bound existed is clamped by the engine instead).
         let extend = extend_s.unwrap_or(job.visibility_timeout_s);
         if extend < 1 {
             return Err(Error::Value(format!("extend must be >= 1 second after rounding up, got {extend}")));
@@ -292,8 +312,14 @@ impl Store {
         self.engine.sweep_expired(queue)
     }
 
-    /// `store._advance_clock` (tests only).
+    /// `store._advance_clock` (tests only). One shift is bounded like any
+    /// duration, so a test clock stays far from overflowing.
     pub fn advance_clock(&self, seconds: i64) -> Result<()> {
+        if seconds.unsigned_abs() > MAX_DURATION_S as u64 {
+            return Err(Error::Value(format!(
+                "seconds must be between -{MAX_DURATION_S} and {MAX_DURATION_S}, got {seconds}"
+            )));
+        }
         self.open_check()?;
         self.engine.advance_clock(seconds);
         Ok(())

@@ -1,5 +1,6 @@
 //! What `alkstore.open(target, **options)` accepts (SPEC §2).
 
+use crate::duration;
 use crate::error::{Error, Result};
 
 /// Which engine a target string selects.
@@ -140,25 +141,49 @@ impl OpenOptions {
                     }
                     o.schema = s.clone();
                 }
-                ("pool_size", OptValue::Int(n)) if (1..=1000).contains(n) => o.pool_size = *n as usize,
                 ("listen", OptValue::Bool(b)) => o.listen = *b,
                 ("poll_interval_s", OptValue::Int(_) | OptValue::Float(_)) => {
                     let v = num(value);
                     if !(v.is_finite() && v > 0.0) {
                         return Err(Error::Value(format!("poll_interval_s must be a finite number > 0, got {v}")));
                     }
-                    o.poll_interval_s = v;
+                    o.poll_interval_s = duration::wait("poll_interval_s", v)?.as_secs_f64();
                 }
-                ("watch_interval_ms", OptValue::Int(n)) if (1..=60_000).contains(n) => o.watch_interval_ms = *n as u64,
-                ("busy_timeout_ms", OptValue::Int(n)) if (0..=3_600_000).contains(n) => o.busy_timeout_ms = *n as u64,
-                ("max_payload_bytes", OptValue::Int(n)) if *n >= 1 => o.max_payload_bytes = *n as usize,
+                ("pool_size", OptValue::Int(n)) => o.pool_size = in_range(k, *n, 1, 1000)? as usize,
+                ("watch_interval_ms", OptValue::Int(n)) => o.watch_interval_ms = in_range(k, *n, 1, 60_000)? as u64,
+                ("busy_timeout_ms", OptValue::Int(n)) => o.busy_timeout_ms = in_range(k, *n, 0, 3_600_000)? as u64,
+                ("max_payload_bytes", OptValue::Int(n)) => {
+                    let n = in_range(k, *n, 1, i64::MAX)?;
+                    o.max_payload_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+                }
+                // The key is known (checked above), so the value's type is wrong.
                 (k, v) => {
-                    return Err(Error::Value(format!("invalid value {v:?} for option {k:?}: {}", expect(k))));
+                    return Err(Error::Type(format!("option {k:?} {}, got {}", expect(k), v.type_name())));
                 }
             }
         }
         Ok(o)
     }
+}
+
+impl OptValue {
+    /// The Python type name of the value, for messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            OptValue::Bool(_) => "bool",
+            OptValue::Int(_) => "int",
+            OptValue::Float(_) => "float",
+            OptValue::Str(_) => "str",
+        }
+    }
+}
+
+/// `n` when it lies in `lo..=hi`, else a ValueError naming option `k`.
+fn in_range(k: &str, n: i64, lo: i64, hi: i64) -> Result<i64> {
+    if !(lo..=hi).contains(&n) {
+        return Err(Error::Value(format!("option {k:?} {}, got {n}", expect(k))));
+    }
+    Ok(n)
 }
 
 fn num(v: &OptValue) -> f64 {
@@ -171,13 +196,13 @@ fn num(v: &OptValue) -> f64 {
 
 fn expect(k: &str) -> &'static str {
     match k {
-        "schema" => "expected a str",
-        "pool_size" => "expected an int in 1..=1000",
-        "listen" => "expected a bool",
-        "watch_interval_ms" => "expected an int in 1..=60000",
-        "busy_timeout_ms" => "expected an int in 0..=3600000",
-        "max_payload_bytes" => "expected an int >= 1",
-        _ => "expected a number",
+        "schema" => "must be a str",
+        "pool_size" => "must be an int in 1..=1000",
+        "listen" => "must be a bool",
+        "watch_interval_ms" => "must be an int in 1..=60000",
+        "busy_timeout_ms" => "must be an int in 0..=3600000",
+        "max_payload_bytes" => "must be an int >= 1",
+        _ => "must be a number of seconds (int or float)",
     }
 }
 
@@ -218,5 +243,28 @@ mod tests {
         ));
         let o = OpenOptions::parse(&pg, &[("schema".into(), OptValue::Str("t1".into()))]).unwrap();
         assert_eq!(o.schema, "t1");
+    }
+
+    #[test]
+    fn wrong_types_are_type_errors_and_ranges_value_errors() -> Result<()> {
+        let sq = Target::Sqlite("x".into());
+        let pg = Target::Postgres("postgres://x".into());
+        let one = |t: &Target, k: &str, v: OptValue| OpenOptions::parse(t, &[(k.into(), v)]);
+        for (t, k) in
+            [(&sq, "busy_timeout_ms"), (&sq, "watch_interval_ms"), (&pg, "pool_size"), (&sq, "max_payload_bytes")]
+        {
+            assert!(matches!(one(t, k, OptValue::Bool(true)), Err(Error::Type(m)) if m.contains(k)), "{k}");
+            assert!(matches!(one(t, k, OptValue::Float(5.0)), Err(Error::Type(m)) if m.contains(k)), "{k}");
+            assert!(matches!(one(t, k, OptValue::Int(-1)), Err(Error::Value(m)) if m.contains(k)), "{k}");
+        }
+        assert!(matches!(one(&pg, "listen", OptValue::Int(1)), Err(Error::Type(_))));
+        assert!(matches!(one(&pg, "schema", OptValue::Int(1)), Err(Error::Type(_))));
+        assert!(matches!(one(&sq, "poll_interval_s", OptValue::Bool(true)), Err(Error::Type(_))));
+        for bad in [0.0, -1.0, 1e20, f64::NAN, (crate::MAX_DURATION_S + 1) as f64] {
+            let r = one(&sq, "poll_interval_s", OptValue::Float(bad));
+            assert!(matches!(r, Err(Error::Value(m)) if m.contains("poll_interval_s")), "{bad}");
+        }
+        assert_eq!(one(&sq, "poll_interval_s", OptValue::Int(crate::MAX_DURATION_S))?.poll_interval_s, 3_155_760_000.0);
+        Ok(())
     }
 }

@@ -32,6 +32,12 @@ impl JobHandle {
     pub(crate) fn claimed(&self) -> &Claimed {
         &self.claimed
     }
+
+    /// Whether this handle was claimed through `store` (the same open store,
+    /// not merely one with the same queue names).
+    pub(crate) fn claimed_through(&self, store: &Arc<CoreStore>) -> bool {
+        Arc::ptr_eq(&self.store, store)
+    }
 }
 
 #[pymethods]

@@ -25,16 +25,10 @@ use pyo3::prelude::*;
 
 /// The inclusive range of retry delays for attempt `attempt` with base `base_s`.
 #[pyfunction]
-fn backoff_range(attempt: i64, base_s: f64) -> PyResult<(i64, i64)> {
-    if attempt < 1 {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("attempt must be >= 1, got {attempt}")));
-    }
-    if !base_s.is_finite() || base_s < 0.0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "base_s must be a finite number >= 0, got {base_s}"
-        )));
-    }
-    Ok(alkstore_core::backoff_range(attempt, base_s))
+fn backoff_range(attempt: convert::Int, base_s: &Bound<'_, PyAny>) -> PyResult<(i64, i64)> {
+    let attempt = attempt.get("attempt")?;
+    let base_s = convert::number(base_s, "base_s")?;
+    errors::IntoPyResult::py(alkstore_core::checked_backoff_range(attempt, base_s))
 }
 
 #[pymodule]

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::convert::{instant, integer, opt_duration};
+use crate::convert::{batch_size, instant, int_in, integer, items, opt_duration, Int};
 use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
@@ -55,11 +55,7 @@ impl JobOpts {
             (None, None) => ReadyAt::Now,
         };
         let priority = match priority {
-            Some(p) if !p.is_none() => {
-                let p = integer(p, "priority")?;
-                i32::try_from(p)
-                    .map_err(|_| PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}")))?
-            }
+            Some(p) if !p.is_none() => int_in(p, "priority", i32::MIN.into()..=i32::MAX.into())? as i32,
             _ => 0,
         };
         let max_attempts = match max_attempts {
@@ -85,28 +81,27 @@ impl Queue {
         &self,
         py: Python<'_>,
         worker_id: &str,
-        n: i64,
+        n: &Int,
         timeout: Option<Duration>,
         stop: Option<&Bound<'_, StopToken>>,
         cancel: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
-        if !(1..=1000).contains(&n) {
-            return Err(PyValueError::new_err(format!("n must be between 1 and 1000, got {n}")));
-        }
+        let n = batch_size(n, "n")?;
         let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
-        let claimed =
-            blocking(py, timeout, &stops, |spec| self.store.claim_wait(&self.name, worker_id, n as usize, spec))?;
+        let claimed = blocking(py, timeout, &stops, |spec| self.store.claim_wait(&self.name, worker_id, n, spec))?;
         Ok(self.handles(claimed))
     }
 
     fn bridge(
         slf: &Bound<'_, Self>,
         worker_id: &str,
-        n: i64,
+        n: &Int,
         timeout: ClaimTimeout,
         single: bool,
     ) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // Checked here, so a bad `n` raises at the call, not in the awaiting task.
+        let n = batch_size(n, "n")?;
         // Forwarded as seconds, or None for "forever".
         let timeout = timeout.0.map(|d| d.as_secs_f64());
         let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
@@ -167,7 +162,7 @@ impl Queue {
     ) -> PyResult<Vec<i64>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
         let mut jobs = Vec::new();
-        for p in payloads.try_iter()? {
+        for p in items(payloads, "payloads", "JSON payloads")? {
             jobs.push(o.job(json::encode(&p?)?));
         }
         run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))
@@ -184,7 +179,7 @@ impl Queue {
         timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Option<JobHandle>> {
-        Ok(self.claim_n(py, worker_id, 1, timeout.0, stop, None)?.pop())
+        Ok(self.claim_n(py, worker_id, &Int::new(1), timeout.0, stop, None)?.pop())
     }
 
     /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
@@ -194,25 +189,25 @@ impl Queue {
         &self,
         py: Python<'_>,
         worker_id: &str,
-        n: i64,
+        n: Int,
         timeout: ClaimTimeout,
         stop: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
-        self.claim_n(py, worker_id, n, timeout.0, stop, None)
+        self.claim_n(py, worker_id, &n, timeout.0, stop, None)
     }
 
     /// The asyncio twin of `claim`.
     #[pyo3(signature = (worker_id, *, timeout=ClaimTimeout::default()))]
     #[pyo3(text_signature = "(self, worker_id, *, timeout=0)")]
     fn aclaim(slf: &Bound<'_, Self>, worker_id: &str, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
-        Self::bridge(slf, worker_id, 1, timeout, true)
+        Self::bridge(slf, worker_id, &Int::new(1), timeout, true)
     }
 
     /// The asyncio twin of `claim_batch`.
     #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default()))]
     #[pyo3(text_signature = "(self, worker_id, n, *, timeout=0)")]
-    fn aclaim_batch(slf: &Bound<'_, Self>, worker_id: &str, n: i64, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
-        Self::bridge(slf, worker_id, n, timeout, false)
+    fn aclaim_batch(slf: &Bound<'_, Self>, worker_id: &str, n: Int, timeout: ClaimTimeout) -> PyResult<Py<PyAny>> {
+        Self::bridge(slf, worker_id, &n, timeout, false)
     }
 
     /// One blocking claim for the asyncio bridge (`cancel` is set when the task is cancelled).
@@ -220,12 +215,12 @@ impl Queue {
         &self,
         py: Python<'_>,
         worker_id: &str,
-        n: i64,
+        n: Int,
         timeout: ClaimTimeout,
         single: bool,
         cancel: &Bound<'_, StopToken>,
     ) -> PyResult<Py<PyAny>> {
-        let mut got = self.claim_n(py, worker_id, n, timeout.0, None, Some(cancel))?;
+        let mut got = self.claim_n(py, worker_id, &n, timeout.0, None, Some(cancel))?;
         if single {
             return Ok(got.pop().map(|h| Py::new(py, h)).transpose()?.map_or_else(|| py.None(), Py::into_any));
         }
@@ -233,13 +228,12 @@ impl Queue {
     }
 
     /// Claimed jobs as they come, for `for` and `async for`; ends when `stop` is set.
-    #[pyo3(signature = (worker_id, *, stop=None, batch=1))]
-    fn jobs(&self, worker_id: &str, stop: Option<&Bound<'_, StopToken>>, batch: i64) -> PyResult<JobIterator> {
-        if !(1..=1000).contains(&batch) {
-            return Err(PyValueError::new_err(format!("batch must be between 1 and 1000, got {batch}")));
-        }
+    #[pyo3(signature = (worker_id, *, stop=None, batch=Int::new(1)))]
+    #[pyo3(text_signature = "(self, worker_id, *, stop=None, batch=1)")]
+    fn jobs(&self, worker_id: &str, stop: Option<&Bound<'_, StopToken>>, batch: Int) -> PyResult<JobIterator> {
+        let batch = batch_size(&batch, "batch")?;
         alkstore_core::validate_name("worker", worker_id).py()?;
-        Ok(JobIterator::new(self.store.clone(), self.name.clone(), worker_id.to_owned(), batch as usize, stop))
+        Ok(JobIterator::new(self.store.clone(), self.name.clone(), worker_id.to_owned(), batch, stop))
     }
 
     /// Acks many handles in one commit; returns how many landed.
@@ -251,8 +245,19 @@ impl Queue {
         tx: Option<&Bound<'_, Transaction>>,
     ) -> PyResult<usize> {
         let mut handles = Vec::new();
-        for j in jobs.try_iter()? {
-            handles.push(j?.cast_into::<JobHandle>()?);
+        for j in items(jobs, "jobs", "JobHandle")? {
+            let j = j?;
+            let Ok(h) = j.cast_into::<JobHandle>() else {
+                return Err(PyTypeError::new_err("jobs must contain only JobHandle objects"));
+            };
+            // Another store's handle can match a row of ours by id, worker and
+            // claim token (both count from 1): refuse the whole batch.
+            if !h.get().claimed_through(&self.store) {
+                return Err(PyValueError::new_err(
+                    "jobs contains a handle claimed through another store; ack it through its own store",
+                ));
+            }
+            handles.push(h);
         }
         // Handles of another queue cannot be valid for this one: they do not land.
         let refs: Vec<&Claimed> = handles.iter().map(|h| h.get().claimed()).filter(|c| c.queue == self.name).collect();
@@ -261,13 +266,15 @@ impl Queue {
 
     /// A live or dead job of this queue, or None.
     #[pyo3(signature = (job_id, tx=None))]
-    fn get_job(&self, py: Python<'_>, job_id: i64, tx: Option<&Bound<'_, Transaction>>) -> PyResult<Option<Job>> {
+    fn get_job(&self, py: Python<'_>, job_id: Int, tx: Option<&Bound<'_, Transaction>>) -> PyResult<Option<Job>> {
+        let job_id = job_id.get("job_id")?;
         Ok(run(py, &self.store, tx, |t| self.store.get_job(t, &self.name, job_id))?.map(Job::from))
     }
 
     /// Deletes a pending or processing job of this queue.
     #[pyo3(signature = (job_id, tx=None))]
-    fn cancel(&self, py: Python<'_>, job_id: i64, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+    fn cancel(&self, py: Python<'_>, job_id: Int, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
+        let job_id = job_id.get("job_id")?;
         run(py, &self.store, tx, |t| self.store.cancel(t, &self.name, job_id))
     }
 
@@ -282,22 +289,20 @@ impl Queue {
     }
 
     /// Dead jobs, newest first; `before_id` pages.
-    #[pyo3(signature = (limit=100, before_id=None))]
-    fn dead_jobs<'py>(&self, py: Python<'py>, limit: i64, before_id: Option<i64>) -> PyResult<Bound<'py, PyList>> {
-        if !(1..=1000).contains(&limit) {
-            return Err(PyValueError::new_err(format!("limit must be between 1 and 1000, got {limit}")));
-        }
-        let rows = py.detach(|| self.store.dead_jobs(&self.name, limit as usize, before_id)).py()?;
+    #[pyo3(signature = (limit=Int::new(100), before_id=None), text_signature = "(self, limit=100, before_id=None)")]
+    fn dead_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
+        let limit = batch_size(&limit, "limit")?;
+        let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
+        let rows = py.detach(|| self.store.dead_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 
     /// Pending and processing jobs, newest first; `before_id` pages (ADR 0007).
-    #[pyo3(signature = (limit=100, before_id=None))]
-    fn live_jobs<'py>(&self, py: Python<'py>, limit: i64, before_id: Option<i64>) -> PyResult<Bound<'py, PyList>> {
-        if !(1..=1000).contains(&limit) {
-            return Err(PyValueError::new_err(format!("limit must be between 1 and 1000, got {limit}")));
-        }
-        let rows = py.detach(|| self.store.live_jobs(&self.name, limit as usize, before_id)).py()?;
+    #[pyo3(signature = (limit=Int::new(100), before_id=None), text_signature = "(self, limit=100, before_id=None)")]
+    fn live_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
+        let limit = batch_size(&limit, "limit")?;
+        let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
+        let rows = py.detach(|| self.store.live_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 

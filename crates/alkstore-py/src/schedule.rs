@@ -4,10 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use alkstore_core::{NewSchedule, ScheduleRow, StopToken as CoreStop, Store as CoreStore};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::convert::{integer, opt_duration, to_datetime};
+use crate::convert::{int_in, integer, opt_duration, to_datetime};
 use crate::json;
 use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
@@ -20,10 +19,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Priority {
     type Error = PyErr;
 
     fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        let p = integer(&obj.to_owned(), "priority")?;
-        i32::try_from(p)
-            .map(Priority)
-            .map_err(|_| PyValueError::new_err(format!("priority must fit in a signed 32-bit int, got {p}")))
+        Ok(Priority(int_in(&obj.to_owned(), "priority", i32::MIN.into()..=i32::MAX.into())? as i32))
     }
 }
 

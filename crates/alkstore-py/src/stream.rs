@@ -3,36 +3,16 @@
 use std::sync::Arc;
 
 use alkstore_core::Store as CoreStore;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::convert::integer;
+use crate::convert::{batch_size, Int};
 use crate::errors::IntoPyResult;
 use crate::event::Event;
 use crate::json;
 use crate::stop::StopToken;
 use crate::subscription::Subscription;
 use crate::tx::{run, Transaction};
-
-/// An int argument that refuses `bool`, as every other int argument does.
-pub struct Int(pub i64);
-
-impl<'a, 'py> FromPyObject<'a, 'py> for Int {
-    type Error = PyErr;
-
-    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        integer(&obj.to_owned(), "value").map(Int)
-    }
-}
-
-/// `1 <= n <= 1000`, else ValueError naming `what`.
-pub fn batch_size(n: Int, what: &str) -> PyResult<usize> {
-    if !(1..=1000).contains(&n.0) {
-        return Err(PyValueError::new_err(format!("{what} must be between 1 and 1000, got {}", n.0)));
-    }
-    Ok(n.0 as usize)
-}
 
 /// A durable, ordered, replayable stream (SPEC §9); a name, not a created object.
 #[pyclass(name = "Stream", module = "alkstore", frozen)]
@@ -70,7 +50,7 @@ impl Stream {
 
     /// Events with an offset above `after`, ascending, at most `limit` (1..=1000).
     // The text signature spells the defaults out (pyo3 shows a newtype's as `...`).
-    #[pyo3(signature = (after=Int(0), limit=Int(1000), tx=None), text_signature = "($self, after=0, limit=1000, tx=None)")]
+    #[pyo3(signature = (after=Int::new(0), limit=Int::new(1000), tx=None), text_signature = "($self, after=0, limit=1000, tx=None)")]
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -78,8 +58,9 @@ impl Stream {
         limit: Int,
         tx: Option<&Bound<'py, Transaction>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let limit = batch_size(limit, "limit")?;
-        let events = run(py, &self.store, tx, |t| self.store.read(t, &self.name, after.0, limit))?;
+        let limit = batch_size(&limit, "limit")?;
+        let after = after.get("after")?;
+        let events = run(py, &self.store, tx, |t| self.store.read(t, &self.name, after, limit))?;
         PyList::new(py, events.into_iter().map(Event::from))
     }
 
@@ -92,7 +73,8 @@ impl Stream {
         offset: Int,
         tx: Option<&Bound<'_, Transaction>>,
     ) -> PyResult<()> {
-        run(py, &self.store, tx, |t| self.store.save_offset(t, &self.name, consumer, offset.0))
+        let offset = offset.get("offset")?;
+        run(py, &self.store, tx, |t| self.store.save_offset(t, &self.name, consumer, offset))
     }
 
     /// `consumer`'s saved offset, 0 when it never saved one.
@@ -104,16 +86,17 @@ impl Stream {
     /// Events after `consumer`'s saved offset as they come, for `for` and
     /// `async for`; ends when `stop` is set. At-least-once: an event's offset
     /// is saved when the next one is asked for, or when `stop` ends the loop.
-    #[pyo3(signature = (consumer, *, stop=None, batch=Int(100)), text_signature = "($self, consumer, *, stop=None, batch=100)")]
+    #[pyo3(signature = (consumer, *, stop=None, batch=Int::new(100)), text_signature = "($self, consumer, *, stop=None, batch=100)")]
     fn subscribe(&self, consumer: &str, stop: Option<&Bound<'_, StopToken>>, batch: Int) -> PyResult<Subscription> {
-        let batch = batch_size(batch, "batch")?;
+        let batch = batch_size(&batch, "batch")?;
         alkstore_core::validate_name("consumer", consumer).py()?;
         Ok(Subscription::new(self.store.clone(), self.name.clone(), consumer.to_owned(), batch, stop))
     }
 
     /// Deletes the events with an offset below `offset`; returns how many.
     fn trim_to(&self, py: Python<'_>, offset: Int) -> PyResult<i64> {
-        py.detach(|| self.store.trim_to(&self.name, offset.0)).py()
+        let offset = offset.get("offset")?;
+        py.detach(|| self.store.trim_to(&self.name, offset)).py()
     }
 
     fn __repr__(&self) -> String {

@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use alkstore_core as core;
 use pyo3::prelude::*;
 
-use crate::convert::{to_datetime, to_opt_datetime};
+use crate::convert::{to_datetime, to_opt_datetime, Int};
 use crate::json;
 
 /// A job row as `get_job` / `dead_jobs` see it (live or dead).
@@ -118,8 +118,20 @@ pub struct QueueStats {
 impl QueueStats {
     #[new]
     #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None))]
-    fn new(pending: i64, scheduled: i64, processing: i64, dead: i64, oldest_ready_age_s: Option<i64>) -> Self {
-        QueueStats { pending, scheduled, processing, dead, oldest_ready_age_s }
+    fn new(
+        pending: Int,
+        scheduled: Int,
+        processing: Int,
+        dead: Int,
+        oldest_ready_age_s: Option<Int>,
+    ) -> PyResult<Self> {
+        Ok(QueueStats {
+            pending: pending.get("pending")?,
+            scheduled: scheduled.get("scheduled")?,
+            processing: processing.get("processing")?,
+            dead: dead.get("dead")?,
+            oldest_ready_age_s: oldest_ready_age_s.map(|a| a.get("oldest_ready_age_s")).transpose()?,
+        })
     }
 
     fn __repr__(&self) -> String {
@@ -156,9 +168,9 @@ pub struct Swept {
 #[pymethods]
 impl Swept {
     #[new]
-    #[pyo3(signature = (expired=0, purged=0))]
-    fn new(expired: i64, purged: i64) -> Self {
-        Swept { expired, purged }
+    #[pyo3(signature = (expired=Int::new(0), purged=Int::new(0)), text_signature = "(expired=0, purged=0)")]
+    fn new(expired: Int, purged: Int) -> PyResult<Self> {
+        Ok(Swept { expired: expired.get("expired")?, purged: purged.get("purged")? })
     }
 
     fn __repr__(&self) -> String {

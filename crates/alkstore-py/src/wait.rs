@@ -6,9 +6,8 @@ use std::time::Duration;
 use alkstore_core::{Error, StopToken as CoreStop, WaitSpec};
 use parking_lot::Mutex;
 use pyo3::prelude::*;
-use pyo3::types::PyDelta;
 
-use crate::convert::number;
+use crate::convert;
 use crate::errors::to_pyerr;
 
 /// `timeout=` of a claim: absent means 0 (one look, never waits), `None`
@@ -32,15 +31,8 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ClaimTimeout {
 /// `timeout=` of a blocking call: 0 → one look, seconds/timedelta → that long, None → forever.
 pub fn timeout(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Duration>> {
     let Some(t) = obj.filter(|t| !t.is_none()) else { return Ok(None) };
-    let secs = if let Ok(td) = t.cast::<PyDelta>() {
-        td.call_method0("total_seconds")?.extract::<f64>()?
-    } else {
-        number(t, "timeout")?
-    };
-    if secs < 0.0 {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("timeout must be >= 0 or None, got {secs}")));
-    }
-    Ok(Some(Duration::from_secs_f64(secs)))
+    // Bounded by the core's rule for waits (ADR 0011): None is "forever".
+    convert::wait(t, "timeout").map(Some)
 }
 
 /// Runs `f` (which waits per the `WaitSpec` it is given) with the GIL

@@ -37,9 +37,10 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
         job.payload,
         job.priority,
         job.max_attempts.unwrap_or(opts.max_attempts),
-        opts.visibility_timeout_s,
+        // Added to `now` at every claim and purge: clamped like the others.
+        span(opts.visibility_timeout_s),
         opts.backoff_base_s,
-        opts.dead_letter_retention_s,
+        opts.dead_letter_retention_s.map(span),
         offset,
         at,
         delay,

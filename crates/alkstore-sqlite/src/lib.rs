@@ -16,7 +16,8 @@
 //!   lapsed lease (see `claim.rs`), and the full ADR sequence otherwise;
 //! - a dead row stores `state = 'dead'`; every other column is copied as is;
 //! - durations are clamped to about 34,000 years so `now + d` never
-//!   overflows SQLite's integers.
+//!   overflows SQLite's integers (a defence only: the Store front refuses
+//!   durations over 100 years, ADR 0011).
 
 use std::sync::Arc;
 

@@ -453,9 +453,14 @@ fn huge_durations_are_clamped_not_overflowed() -> Result<()> {
     let row = f.engine.get_job(None, "q", id)?.unwrap();
     assert!(row.run_at > f.engine.now()? + 1_000_000_000_000);
     assert!(f.one("q", "w")?.is_none());
-    let now_id = f.put("q", "now")?;
+    // As on Postgres, the stamped lease and retention are clamped too: the
+    // claim's `now + vt` used to overflow into a REAL and leave the row unreadable.
+    let huge = QueueOpts { visibility_timeout_s: i64::MAX, dead_letter_retention_s: Some(i64::MAX), ..opts() };
+    let now_id = f.put_job("q", &huge, job("now"))?;
     let j = f.one("q", "w")?.unwrap();
     assert_eq!(j.id, now_id);
+    assert!(j.deadline > j.claimed_at + (1 << 39), "the lease is 'never' long, not an error");
+    assert_eq!(f.engine.get_job(None, "q", now_id)?.unwrap().deadline, Some(j.deadline));
     assert!(f.engine.heartbeat(&j, i64::MAX)?.is_some());
     assert!(f.engine.retry(None, &j, "", Some(i64::MAX))?);
     assert_eq!(f.engine.stats("q")?.scheduled, 2);
