@@ -8,17 +8,22 @@
 //! parked: at most as many as this copy ever had open at once, since SQLite
 //! reopening the file takes them back first.
 //!
-//! The check reads `/proc/locks` for POSIX locks of this process on the two
-//! files. Two details make it exact:
-//! - The files are found in `/proc/locks` by a marker lock this module takes
-//!   at an offset no SQLite uses, not by `stat`, because on some file systems
-//!   (overlayfs, btrfs subvolumes) `stat` reports another device number than
-//!   the lock table does.
-//! - While it looks and closes, it holds a write lock on the database's
-//!   PENDING byte. Every SQLite takes a read lock there before it may read
-//!   the file, so the other copy cannot start using the file in between
-//!   (it gets SQLITE_BUSY for a moment and retries under its busy timeout);
-//!   a `-shm` lock is only ever taken while holding a read lock on the file.
+//! The check reads `/proc/self/fdinfo/N` of every descriptor of the process
+//! open on either file: the kernel lists there the locks taken through that
+//! open file, and a POSIX lock of the process always hangs on one of its open
+//! descriptors (closing the last would have dropped it). Each of those reads
+//! is consistent; the global `/proc/locks` is not (it is produced in pieces,
+//! and a line can slip between two reads while other threads lock: a first
+//! version read it and, under a churn of other files' locks, missed the
+//! application's lock now and then).
+//! While it looks and closes, the check holds a write lock on the database's
+//! PENDING byte. Every SQLite takes a read lock there before it may read the
+//! file, so the other copy cannot start using the file in between (it gets
+//! SQLITE_BUSY for a moment and retries under its busy timeout); a `-shm`
+//! lock is only ever taken while holding a read lock on the database.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use libc::c_int;
 
@@ -26,12 +31,6 @@ use super::table::{Key, Table};
 
 /// SQLite's PENDING byte (its default `sqlite3PendingByte`).
 const PENDING_BYTE: i64 = 0x4000_0000;
-
-/// Where the marker lock goes: far past any byte SQLite locks or stores,
-/// distinct per process so the marker names this process's file.
-fn marker_offset() -> i64 {
-    (1 << 62) + (i64::from(std::process::id()) << 20)
-}
 
 /// SQLite's descriptor `key` was just parked: release its database's
 /// descriptors now if possible, else remember to try again.
@@ -44,7 +43,7 @@ pub(super) fn settle(table: &mut Table, key: Key) {
 }
 
 /// Tries again for every database still waiting (on each routed open and
-/// close: rare events, while the check costs one read of `/proc/locks`).
+/// close: rare events; the check reads the fdinfo of the descriptors open on the file).
 pub(super) fn retry_waiting(table: &mut Table) {
     if table.waiting.is_empty() {
         return;
@@ -75,13 +74,8 @@ fn try_release(table: &mut Table, db: Key) -> bool {
     if !set_lock(db_lock, libc::F_WRLCK, PENDING_BYTE) {
         return false; // somebody is acquiring a lock right now: try later
     }
-    let marker = marker_offset();
-    let marked = lock_fds.iter().all(|&fd| set_lock(fd, libc::F_RDLCK, marker));
-    let others_hold = if marked { others_hold_locks() } else { None };
-    if others_hold != Some(false) {
-        for &fd in &lock_fds {
-            set_lock(fd, libc::F_UNLCK, marker);
-        }
+    let keys: Vec<Key> = [Some(db), shm].into_iter().flatten().collect();
+    if posix_locks_on(&keys) != Some(false) {
         set_lock(db_lock, libc::F_UNLCK, PENDING_BYTE);
         return false;
     }
@@ -111,82 +105,52 @@ fn set_lock(fd: c_int, kind: c_int, at: i64) -> bool {
     unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &mut lock) == 0 }
 }
 
-/// Whether this process holds a POSIX lock on a file that carries its
-/// marker; `None` when that cannot be told.
-fn others_hold_locks() -> Option<bool> {
-    // /proc must show this process under its own id (the lock table lists
-    // pids as the /proc mount's namespace sees them).
-    let me = std::process::id();
-    let shown: u32 = std::fs::read_link("/proc/self").ok()?.to_str()?.parse().ok()?;
-    if shown != me {
-        return None;
+/// Whether this process holds a POSIX lock on any of the files `keys`,
+/// from the fdinfo of each of its descriptors open on them; `None` when
+/// that cannot be told.
+fn posix_locks_on(keys: &[Key]) -> Option<bool> {
+    for entry in std::fs::read_dir("/proc/self/fd").ok()? {
+        let fd = entry.ok()?.file_name();
+        // Follows the link: the (device, inode) fstat gives, as in the table.
+        // A descriptor closed meanwhile took its locks with it: skip it.
+        let Ok(target) = std::fs::metadata(Path::new("/proc/self/fd").join(&fd)) else { continue };
+        if !keys.contains(&(target.dev(), target.ino())) {
+            continue;
+        }
+        match std::fs::read_to_string(Path::new("/proc/self/fdinfo").join(&fd)) {
+            Ok(info) if holds_posix_lock(&info) => return Some(true),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
     }
-    let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    posix_locks_on_marked(&locks, me, marker_offset())
+    Some(false)
 }
 
-/// From the text of `/proc/locks`: does process `pid` hold a POSIX lock on
-/// any file carrying an OFD marker lock at `marker`? `None` if no marker.
-pub(super) fn posix_locks_on_marked(locks: &str, pid: u32, marker: i64) -> Option<bool> {
-    // "1: POSIX  ADVISORY  WRITE 3787 fe:00:770190 0 EOF"; a waiter has "->" after the id.
-    let rows: Vec<Vec<&str>> =
-        locks.lines().map(|l| l.split_whitespace().skip(1).filter(|w| *w != "->").collect()).collect();
-    let marker = marker.to_string();
-    let marked: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.len() >= 7 && r[0] == "OFDLCK" && r[5] == marker && r[6] == marker)
-        .map(|r| r[4])
-        .collect();
-    if marked.is_empty() {
-        return None;
-    }
-    let pid = pid.to_string();
-    Some(rows.iter().any(|r| r.len() >= 7 && r[0] == "POSIX" && r[3] == pid && marked.contains(&r[4])))
+/// From the text of `/proc/self/fdinfo/N`: is a POSIX lock listed?
+/// ("lock:\t1: POSIX  ADVISORY  READ 4242 fe:00:77 1073741826 1073742335";
+/// this module's own locks show as OFDLCK.)
+pub(super) fn holds_posix_lock(fdinfo: &str) -> bool {
+    fdinfo.lines().any(|line| line.starts_with("lock:") && line.split_whitespace().any(|w| w == "POSIX"))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::posix_locks_on_marked;
+    use super::holds_posix_lock;
 
-    const MARK: i64 = (1 << 62) + (42 << 20);
+    const HEAD: &str = "pos:\t0\nflags:\t02100002\nmnt_id:\t27\nino:\t10453172\n";
 
-    fn table(rows: &[&str]) -> String {
-        rows.iter().enumerate().map(|(i, r)| format!("{}: {r}\n", i + 1)).collect()
+    #[test]
+    fn a_posix_lock_in_the_fdinfo_counts() {
+        let info = format!("{HEAD}lock:\t1: POSIX  ADVISORY  READ 42 fe:00:10453172 1073741826 1073742335\n");
+        assert!(holds_posix_lock(&info));
     }
 
     #[test]
-    fn a_posix_lock_of_this_process_on_a_marked_file_counts() {
-        let m = MARK.to_string();
-        let text = table(&[
-            &format!("OFDLCK ADVISORY  READ  -1 fe:00:100 {m} {m}"),
-            "POSIX  ADVISORY  READ  42 fe:00:100 1073741826 1073742335",
-        ]);
-        assert_eq!(posix_locks_on_marked(&text, 42, MARK), Some(true));
-    }
-
-    #[test]
-    fn other_processes_and_other_files_do_not_count() {
-        let m = MARK.to_string();
-        let text = table(&[
-            &format!("OFDLCK ADVISORY  READ  -1 fe:00:100 {m} {m}"),
-            &format!("OFDLCK ADVISORY  READ  -1 fe:00:101 {m} {m}"),
-            "POSIX  ADVISORY  READ  43 fe:00:100 1073741826 1073742335",
-            "POSIX  ADVISORY  WRITE 42 fe:00:999 0 EOF",
-            "OFDLCK ADVISORY  WRITE -1 fe:00:100 1073741824 1073741824",
-            "FLOCK  ADVISORY  WRITE 42 fe:00:100 0 EOF",
-        ]);
-        assert_eq!(posix_locks_on_marked(&text, 42, MARK), Some(false));
-    }
-
-    #[test]
-    fn a_waiting_lock_counts_and_a_missing_marker_is_unknown() {
-        let m = MARK.to_string();
-        let waiting = format!(
-            "{}1: -> POSIX  ADVISORY  WRITE 42 fe:00:101 128 128\n",
-            table(&[&format!("OFDLCK ADVISORY  READ  -1 fe:00:101 {m} {m}")])
-        );
-        assert_eq!(posix_locks_on_marked(&waiting, 42, MARK), Some(true));
-        let unmarked = table(&["POSIX  ADVISORY  WRITE 42 fe:00:101 0 EOF"]);
-        assert_eq!(posix_locks_on_marked(&unmarked, 42, MARK), None);
+    fn ofd_locks_and_no_locks_do_not_count() {
+        assert!(!holds_posix_lock(HEAD));
+        let ofd = format!("{HEAD}lock:\t1: OFDLCK ADVISORY  WRITE -1 fe:00:10453172 1073741824 1073741824\n");
+        assert!(!holds_posix_lock(&ofd));
+        assert!(!holds_posix_lock("flags:\tPOSIX\n"), "only lock lines count");
     }
 }
