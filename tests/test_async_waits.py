@@ -40,15 +40,21 @@ def handed_out(result: Any) -> int:
     return len(got)
 
 
+async def jobs_handed_out(task: asyncio.Future[Any]) -> int:
+    """Awaits a task that was just cancelled: the jobs it still handed out (if the
+    cancellation came too late), or 0."""
+    try:
+        return handed_out(await task)
+    except asyncio.CancelledError:
+        return 0
+
+
 async def cancel_soon(coro: Any) -> int:
     """Starts `coro`, lets it reach its wait thread, cancels it; returns jobs it still handed out."""
     task = asyncio.ensure_future(coro)
     await asyncio.sleep(0)  # the task starts its wait thread and awaits it
     task.cancel()
-    try:
-        return handed_out(await task)
-    except asyncio.CancelledError:
-        return 0
+    return await jobs_handed_out(task)
 
 
 @pytest.mark.parametrize("timeout", [0, 5, None], ids=["timeout0", "timeout5", "forever"])
@@ -62,6 +68,28 @@ def test_cancelled_aclaim_leaves_no_job_claimed(store: Store, timeout: float | N
         for _ in range(ROUNDS):
             coro = q.aclaim_batch("w", 5, timeout=timeout) if batch else q.aclaim("w", timeout=timeout)
             handed += await cancel_soon(coro)
+        return handed
+
+    handed = asyncio.run(main())
+    assert_nothing_held(q, ROUNDS, handed)
+
+
+def test_a_claim_landing_as_its_task_is_cancelled_is_given_back(store: Store) -> None:
+    """The claim has landed (the row is processing) and its result is on its way to
+    the loop when the task is cancelled: the bridge gives it back."""
+    q = store.queue("q", max_attempts=1)
+    q.enqueue_many(list(range(ROUNDS)))
+
+    async def main() -> int:
+        handed = 0
+        for _ in range(ROUNDS):
+            before = q.stats().processing
+            task = asyncio.ensure_future(q.aclaim("w", timeout=5))
+            await asyncio.sleep(0)
+            while q.stats().processing == before and not task.done():
+                await asyncio.sleep(0)  # the wait thread claims; its result is not taken yet
+            task.cancel()
+            handed += await jobs_handed_out(task)
         return handed
 
     handed = asyncio.run(main())

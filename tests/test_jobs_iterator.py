@@ -89,6 +89,19 @@ def test_async_for_break_and_aclose_release_the_unhanded_jobs(store: Store) -> N
     assert_rest_pending(q, ids, 2)
 
 
+def test_close_inside_a_transaction_is_refused_and_keeps_the_jobs_for_later(store: Store) -> None:
+    """A release cannot run in a thread holding a transaction (SPEC §6): `close()`
+    says so instead of dropping the buffered jobs."""
+    q = store.queue("q")
+    ids = q.enqueue_many(list(range(BATCH)))
+    it = q.jobs("w", batch=BATCH)
+    assert next(it).ack()
+    with store.transaction(), pytest.raises(alkstore.TransactionError):
+        it.close()
+    it.close()
+    assert_rest_pending(q, ids, 1)
+
+
 def test_a_buffered_handle_whose_lease_lapsed_is_not_handed_out(store: Store) -> None:
     """The iterator claims again instead, so the caller gets a valid lease."""
     q = store.queue("q", visibility_timeout_s=1)

@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
 
+use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::stop::StopToken;
 use crate::wait::{self, blocking};
@@ -81,20 +82,33 @@ impl JobIterator {
     /// Gives `claims` back (pending now, attempt refunded). One whose lease
     /// already lapsed is refused by the engine and left to its reclaim.
     fn release(&self, claims: impl IntoIterator<Item = Claimed>) {
-        for c in claims {
-            // Best effort: a store closed meanwhile leaves the jobs to their leases.
-            let _ = self.store.release(&c);
-        }
+        release_all(&self.store, claims);
     }
 
     /// Ends the iteration and releases what is buffered. Runs detached.
-    fn shut(&self) {
-        let left: Vec<Claimed> = {
-            let mut st = self.state.lock();
-            st.closed = true;
-            st.buffered.drain(..).map(|b| b.claimed).collect()
-        };
+    /// Refused, keeping the buffer, in a thread that holds a transaction of
+    /// the store: a release cannot run there (SPEC §6).
+    fn shut(&self) -> alkstore_core::Result<()> {
+        self.check_thread()?;
+        let left = self.take_buffered();
         self.release(left);
+        Ok(())
+    }
+
+    /// Ends the iteration, handing back what was buffered.
+    fn take_buffered(&self) -> Vec<Claimed> {
+        let mut st = self.state.lock();
+        st.closed = true;
+        st.buffered.drain(..).map(|b| b.claimed).collect()
+    }
+
+    /// The calling thread may use the store without `tx=` (a closed store is
+    /// fine here: there is nothing left to release).
+    fn check_thread(&self) -> alkstore_core::Result<()> {
+        match self.store.check_caller() {
+            Err(e @ alkstore_core::Error::Transaction(_)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// The next buffered job that can still be settled, releasing the lapsing ones.
@@ -119,7 +133,7 @@ impl JobIterator {
             return Ok(None);
         }
         if self.stopped() {
-            self.shut();
+            self.shut()?;
             return Ok(None);
         }
         if cancel.is_some_and(CoreStop::stopped) {
@@ -158,10 +172,23 @@ impl Drop for JobIterator {
         if self.state.get_mut().buffered.is_empty() {
             return;
         }
+        if self.check_thread().is_err() {
+            // Dropped inside a transaction: release once it ends, from a thread of its own.
+            let (store, left) = (self.store.clone(), self.take_buffered());
+            std::thread::spawn(move || release_all(&store, left));
+            return;
+        }
         // Detached when we can: a release waits for the database.
         if Python::try_attach(|py| py.detach(|| self.shut())).is_none() {
-            self.shut();
+            let _ = self.shut();
         }
+    }
+}
+
+/// Releases each claim, best effort: a store closed meanwhile leaves the jobs to their leases.
+fn release_all(store: &CoreStore, claims: impl IntoIterator<Item = Claimed>) {
+    for c in claims {
+        let _ = store.release(&c);
     }
 }
 
@@ -190,17 +217,18 @@ impl JobIterator {
 
     /// Ends the iteration; jobs claimed but not handed out go back to
     /// pending with their attempt refunded. Idempotent.
-    fn close(&self, py: Python<'_>) {
-        py.detach(|| self.shut());
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.shut()).py()
     }
 
     /// The asyncio twin of `close` (for `contextlib.aclosing`).
     fn aclose(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        slf.get().check_thread().py()?;
         wait::bridge(&slf.getattr("_close_blocking")?, &PyTuple::empty(slf.py()), false)
     }
 
-    fn _close_blocking(&self, py: Python<'_>, _cancel: &Bound<'_, StopToken>) {
-        self.close(py);
+    fn _close_blocking(&self, py: Python<'_>, _cancel: &Bound<'_, StopToken>) -> PyResult<()> {
+        self.close(py)
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -215,9 +243,9 @@ impl JobIterator {
         _exc_type: Option<&Bound<'_, PyType>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
-    ) -> bool {
-        self.close(py);
-        false
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
     }
 
     fn __repr__(&self) -> String {
