@@ -304,3 +304,24 @@ def test_adeliver_accepts_a_plain_function(store: Store) -> None:
 
     asyncio.run(main())
     assert sent == ["x"]
+
+
+@pytest.mark.parametrize("send", [None, 42, "https://example.com/hook"], ids=["None", "int", "str"])
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_deliver_refuses_a_send_that_is_not_callable(store: Store, send: Any, concurrency: int) -> None:
+    """A `TypeError` before anything is claimed (SPEC §7). Before: every message was
+    claimed, "failed" with a TypeError and dead-lettered at `max_attempts`."""
+    ob = store.outbox("hooks")
+    job_id = ob.enqueue({"n": 1})
+    stop = alkstore.StopToken()
+    timer = threading.Timer(2, stop.stop)  # ends the relay, should it start
+    timer.start()
+    try:
+        with pytest.raises(TypeError, match="send"):
+            ob.deliver(send, stop=stop, concurrency=concurrency)
+        with pytest.raises(TypeError, match="send"):
+            asyncio.run(ob.adeliver(send, stop=stop, concurrency=concurrency))
+    finally:
+        timer.cancel()
+    job = ob.get_job(job_id)
+    assert job is not None and job.state == "pending" and job.attempts == 0

@@ -421,3 +421,77 @@ def test_a_sync_handler_returning_a_coroutine_is_retried_not_acked(store: Store)
         wait_for(lambda: worker.counts.dead == 1)
     dead = q.get_job(job_id)
     assert dead is not None and "async def" in (dead.last_error or "")
+
+
+@pytest.mark.parametrize("exc_type", [SystemExit, KeyboardInterrupt])
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_handler_raising_system_exit_is_retried_and_the_worker_goes_on(
+    store: Store, kind: str, exc_type: type[BaseException]
+) -> None:
+    """Before: raised from an async handler, these stopped the worker's event loop
+    and its slots stayed taken (0 of 5 later jobs ran). Now, as for a sync handler,
+    the job is retried on the curve (here: dead, at its only attempt)."""
+    q = fast_queue(store, "q", max_attempts=1)
+    boom = q.enqueue("boom")
+    q.enqueue_many(["ok"] * 5)
+    worker = Worker(store, concurrency=2, grace_s=1)
+
+    def outcome(payload: str) -> None:
+        if payload == "boom":
+            raise exc_type("handler wants out")
+
+    if kind == "sync":
+
+        @worker.handler("q")
+        def handle_sync(payload: str, _job: JobHandle) -> None:
+            outcome(payload)
+    else:
+
+        @worker.handler("q")
+        async def handle_async(payload: str, _job: JobHandle) -> None:
+            await asyncio.sleep(0)
+            outcome(payload)
+
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 5 and worker.counts.dead == 1, what="the later jobs")
+    dead = q.get_job(boom)
+    assert dead is not None and dead.state == "dead"
+    assert dead.last_error == repr(exc_type("handler wants out"))
+    assert worker.counts.lost == 0
+
+
+@pytest.mark.parametrize(("how", "counted"), [("ack_tx", "acked"), ("retry", "retried"), ("fail", "dead")])
+def test_an_outcome_the_handler_settled_itself_is_counted_not_lost(
+    store: Store, how: str, counted: str
+) -> None:
+    """Transactional completion (`job.ack(tx=tx)`) or a deliberate `retry`/`fail` by the
+    handler: the worker's own ack afterwards finds nothing to do. Before, that was
+    counted as `lost`."""
+    q = store.queue("q", max_attempts=3)
+    job_id = q.enqueue({})
+    worker = Worker(store, concurrency=1)
+
+    @worker.handler("q")
+    def handle(_payload: object, job: JobHandle) -> None:
+        if how == "ack_tx":
+            with store.transaction() as tx:
+                assert job.ack(tx=tx)
+        elif how == "retry":
+            assert job.retry("not yet", delay=3600)
+        else:
+            assert job.fail("never")
+
+    def settled() -> int:
+        c = worker.counts
+        return c.acked + c.retried + c.dead + c.lost + c.released
+
+    with running(worker):
+        wait_for(lambda: settled() == 1, what="the outcome")
+    c = worker.counts
+    assert c.lost == 0
+    assert getattr(c, counted) == 1
+    job = q.get_job(job_id)
+    if how == "ack_tx":
+        assert job is None
+    else:
+        assert job is not None and job.state == ("pending" if how == "retry" else "dead")

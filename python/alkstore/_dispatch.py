@@ -36,7 +36,7 @@ from typing import Any
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
 from alkstore._errors import AlkstoreError, DatabaseError, Fail
-from alkstore._executors import LoopThread, ThreadPool
+from alkstore._executors import Escaped, LoopThread, ThreadPool
 from alkstore._tally import Tally
 
 __all__ = ["Handler", "Run"]
@@ -116,7 +116,8 @@ def _kind(outcome: _runner.Outcome, job: JobHandle) -> str:
     """The tally name of a runner outcome; a retry on the last attempt went dead."""
     if outcome == "retried" and job.attempts >= job.max_attempts:
         return "dead"
-    return {"acked": "acked", "retried": "retried", "failed": "dead"}.get(outcome, "lost")
+    kinds = {"acked": "acked", "retried": "retried", "failed": "dead", "released": "released"}
+    return kinds.get(outcome, "lost")
 
 
 class Run:
@@ -303,6 +304,8 @@ class Run:
     def _after_crash(self, job: JobHandle, exc: BaseException) -> str:
         """Something escaped the runner: a BaseException from the handler, or
         the outcome's own database call failed. Retry on the curve if we can."""
+        if isinstance(exc, Escaped):
+            exc = exc.original
         log.error("job %d of %r: %r escaped the handler", job.id, job.queue, exc)
         try:
             return _kind("retried", job) if job.retry(repr(exc)) else "lost"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread", "ThreadPool"]
+__all__ = ["Escaped", "LoopThread", "ThreadPool"]
 
 T = TypeVar("T")
 
@@ -78,6 +78,24 @@ class ThreadPool:
             self._work.put(None)
 
 
+class Escaped(Exception):
+    """A ``SystemExit`` or ``KeyboardInterrupt`` raised by a coroutine on a
+    :class:`LoopThread`, carried to its future as an ordinary exception."""
+
+    def __init__(self, original: BaseException) -> None:
+        super().__init__(repr(original))
+        self.original = original
+
+
+async def _contained(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        return await coro
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # Left to escape a task, asyncio re-raises these out of run_forever:
+        # the loop thread dies and every job on it stays in flight forever.
+        raise Escaped(exc) from exc
+
+
 class LoopThread:
     """One asyncio event loop running forever on a daemon thread."""
 
@@ -100,8 +118,12 @@ class LoopThread:
             loop.close()
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
-        """Schedules ``coro`` on the loop; cancelling the future cancels the task."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+        """Schedules ``coro`` on the loop; cancelling the future cancels the task.
+
+        A ``SystemExit`` / ``KeyboardInterrupt`` it raises reaches the future
+        as :class:`Escaped`; the loop goes on.
+        """
+        return asyncio.run_coroutine_threadsafe(_contained(coro), self._loop)
 
     def shutdown(self) -> None:
         """Cancels what still runs, stops the loop and waits a little for it."""

@@ -36,6 +36,13 @@ __all__ = ["Outbox"]
 _SUPERVISE_S = 0.1
 
 
+def _check_send(send: object) -> None:
+    # Checked before anything is claimed: a relay would otherwise "fail" every
+    # message with this TypeError and dead-letter them all (SPEC §7).
+    if not callable(send):
+        raise TypeError(f"send must be callable (a function taking the payload), got {type(send).__name__}")
+
+
 def _check_concurrency(concurrency: int) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int):
         raise TypeError(f"concurrency must be an int, got {type(concurrency).__name__}")
@@ -91,6 +98,7 @@ class Outbox:
         at once; the first error stops them all and is raised here.
         ``store.close()`` ends it with ``StoreClosed``.
         """
+        _check_send(send)
         _check_concurrency(concurrency)
         if concurrency == 1:
             self._relay(send, worker_id, stop)
@@ -142,7 +150,13 @@ class Outbox:
         concurrency: int = 1,
     ) -> None:
         """The asyncio twin of :meth:`deliver`: ``concurrency`` relay tasks;
-        ``send`` may be a coroutine function (or a plain one)."""
+        ``send`` may be a coroutine function (or a plain one).
+
+        Cancelling it (or the TaskGroup around it) gives back every message
+        its relays hold — those waiting for a claim and those inside ``send``
+        — pending again with the attempt refunded.
+        """
+        _check_send(send)
         _check_concurrency(concurrency)
 
         async def call(job: JobHandle) -> None:

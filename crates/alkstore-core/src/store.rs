@@ -87,6 +87,14 @@ impl Store {
         Ok(self.hub.get().expect("set by the racing thread").clone())
     }
 
+    /// The checks a call makes on its caller's thread when the call itself
+    /// will run on another one (the asyncio bridge's wait thread): the store
+    /// is open and this thread holds no transaction of it (SPEC §6). The
+    /// helper thread holds none, so only the caller's thread can tell.
+    pub fn check_caller(&self) -> Result<()> {
+        self.enter(None).map(|_| ())
+    }
+
     /// Whether `close` was called.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
@@ -207,9 +215,6 @@ impl Store {
     /// `claim` / `claim_batch` with a timeout: waits for commits and
     /// deadlines (SPEC §5). Empty when the timeout passes or `stop` is set.
     pub fn claim_wait(&self, queue: &str, worker_id: &str, n: usize, spec: &WaitSpec<'_>) -> Result<Vec<Claimed>> {
-        if spec.timeout == Some(std::time::Duration::ZERO) {
-            return self.claim(queue, worker_id, n);
-        }
         if let Some(t) = spec.timeout {
             check_wait("timeout", t)?;
         }
@@ -218,6 +223,13 @@ impl Store {
             return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
         }
         self.enter(None)?;
+        // A stopped caller gets nothing, even from a one-look claim (see `wait_for`).
+        if spec.stopped() {
+            return Ok(Vec::new());
+        }
+        if spec.timeout == Some(std::time::Duration::ZERO) {
+            return self.engine.claim(queue, worker_id, n);
+        }
         let got = self.wait_for(Some(queue), spec, || {
             let c = self.engine.claim(queue, worker_id, n)?;
             Ok((!c.is_empty()).then_some(c))

@@ -63,6 +63,13 @@ impl Store {
             if self.is_closed() {
                 return Err(Error::StoreClosed);
             }
+            // Stop is checked before every attempt, the first included: an
+            // attempt may claim, and a claim made after the caller left (an
+            // asyncio task cancelled before its wait thread ran) is held by
+            // nobody until its lease lapses, eating an attempt.
+            if spec.stopped() {
+                return Ok(None);
+            }
             // Subscribe before the read: a commit after this moves the generation.
             let seen = hub.generation();
             if let Some(found) = attempt()? {

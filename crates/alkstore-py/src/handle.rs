@@ -1,6 +1,6 @@
 //! `JobHandle`: what a claim returns; every op is fenced by the claim token.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use alkstore_core::{Claimed, Store as CoreStore};
@@ -20,13 +20,33 @@ pub struct JobHandle {
     claimed: Claimed,
     /// Moves with successful heartbeats.
     deadline: AtomicI64,
+    /// The last op that settled the job through this handle (one of
+    /// `SETTLED`'s indexes), so a runner whose own op finds the job already
+    /// settled can tell the handler's outcome from a lost lease.
+    settled: AtomicU8,
     payload: OnceLock<Py<PyAny>>,
 }
+
+/// What `_settled` reports for each value of `JobHandle::settled`.
+const SETTLED: [Option<&str>; 5] = [None, Some("acked"), Some("retried"), Some("failed"), Some("released")];
+const ACKED: u8 = 1;
+const RETRIED: u8 = 2;
+const FAILED: u8 = 3;
+const RELEASED: u8 = 4;
 
 impl JobHandle {
     pub(crate) fn new(store: Arc<CoreStore>, claimed: Claimed) -> Self {
         let deadline = AtomicI64::new(claimed.deadline);
-        JobHandle { store, claimed, deadline, payload: OnceLock::new() }
+        JobHandle { store, claimed, deadline, settled: AtomicU8::new(0), payload: OnceLock::new() }
+    }
+
+    /// Records `op` when it landed (inside a caller's transaction: when its
+    /// statement matched; the commit is the caller's).
+    fn note(&self, landed: bool, op: u8) -> bool {
+        if landed {
+            self.settled.store(op, Ordering::Relaxed);
+        }
+        landed
     }
 
     pub(crate) fn claimed(&self) -> &Claimed {
@@ -100,7 +120,7 @@ impl JobHandle {
     #[pyo3(signature = (tx=None))]
     fn ack(&self, py: Python<'_>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
         let n = run(py, &self.store, tx, |t| self.store.ack(t, &[&self.claimed]))?;
-        Ok(n == 1)
+        Ok(self.note(n == 1, ACKED))
     }
 
     /// Back to pending after `delay` (None: the retry curve), or dead at budget.
@@ -113,13 +133,15 @@ impl JobHandle {
         tx: Option<&Bound<'_, Transaction>>,
     ) -> PyResult<bool> {
         let d = opt_duration(delay, "delay")?;
-        run(py, &self.store, tx, |t| self.store.retry(t, &self.claimed, error, d))
+        let landed = run(py, &self.store, tx, |t| self.store.retry(t, &self.claimed, error, d))?;
+        Ok(self.note(landed, RETRIED))
     }
 
     /// Straight to dead with `error`.
     #[pyo3(signature = (error="", tx=None))]
     fn fail(&self, py: Python<'_>, error: &str, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
-        run(py, &self.store, tx, |t| self.store.fail(t, &self.claimed, error))
+        let landed = run(py, &self.store, tx, |t| self.store.fail(t, &self.claimed, error))?;
+        Ok(self.note(landed, FAILED))
     }
 
     /// Resets the lease to `now + extend` (default: the stamped visibility timeout).
@@ -135,7 +157,16 @@ impl JobHandle {
 
     /// Back to pending now with the attempt refunded (for shutdown).
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        py.detach(|| self.store.release(&self.claimed)).py()
+        let landed = py.detach(|| self.store.release(&self.claimed)).py()?;
+        Ok(self.note(landed, RELEASED))
+    }
+
+    /// How the job was last settled through this handle: "acked", "retried",
+    /// "failed", "released", or None. For the Worker's and the outbox's
+    /// runner (`alkstore._runner`), not a public attribute.
+    #[getter]
+    fn _settled(&self) -> Option<&'static str> {
+        SETTLED[usize::from(self.settled.load(Ordering::Relaxed))]
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

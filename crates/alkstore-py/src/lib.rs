@@ -7,6 +7,7 @@
 mod convert;
 mod errors;
 mod event;
+mod exit;
 mod handle;
 mod iter;
 mod json;
@@ -49,5 +50,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<event::Event>()?;
     m.add_class::<subscription::Subscription>()?;
+    // Waiting threads must stop re-attaching before the interpreter finalizes.
+    m.py().import("atexit")?.call_method1("register", (wrap_pyfunction!(exit::at_exit, m)?,))?;
     Ok(())
 }

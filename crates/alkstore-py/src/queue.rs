@@ -17,7 +17,7 @@ use crate::json;
 use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
-use crate::wait::{blocking, ClaimTimeout};
+use crate::wait::{self, blocking, ClaimTimeout};
 
 /// A queue handle (`store.queue(name, ...)`); a name, not a created object.
 #[pyclass(name = "Queue", module = "alkstore", frozen)]
@@ -87,8 +87,12 @@ impl Queue {
         cancel: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
         let n = batch_size(n, "n")?;
-        let stops: Vec<&CoreStop> = stop.iter().chain(cancel.iter()).map(|s| &s.get().inner).collect();
-        let claimed = blocking(py, timeout, &stops, |spec| self.store.claim_wait(&self.name, worker_id, n, spec))?;
+        let cancel = cancel.map(|c| &c.get().inner);
+        let stops: Vec<&CoreStop> = stop.map(|s| &s.get().inner).into_iter().chain(cancel).collect();
+        let claimed = blocking(py, timeout, &stops, |spec| {
+            let got = self.store.claim_wait(&self.name, worker_id, n, spec)?;
+            Ok(wait::unless_abandoned(&self.store, got, cancel))
+        })?;
         Ok(self.handles(claimed))
     }
 
@@ -99,14 +103,14 @@ impl Queue {
         timeout: ClaimTimeout,
         single: bool,
     ) -> PyResult<Py<PyAny>> {
-        let py = slf.py();
         // Checked here, so a bad `n` raises at the call, not in the awaiting task.
         let n = batch_size(n, "n")?;
+        // Checked here, on the awaiting thread: the claim's own thread holds no transaction.
+        slf.get().store.check_caller().py()?;
         // Forwarded as seconds, or None for "forever".
         let timeout = timeout.0.map(|d| d.as_secs_f64());
-        let run = py.import("alkstore._aio")?.getattr("run_blocking")?;
-        let step = slf.getattr("_claim_blocking")?;
-        Ok(run.call1((step, worker_id, n, timeout, single))?.unbind())
+        let args = (worker_id, n, timeout, single).into_pyobject(slf.py())?;
+        wait::bridge(&slf.getattr("_claim_blocking")?, &args, true)
     }
 
     pub(crate) fn new(store: Arc<CoreStore>, name: String, opts: QueueOpts) -> Self {

@@ -6,6 +6,7 @@ use alkstore_core::StopToken as CoreStop;
 use pyo3::prelude::*;
 
 use crate::convert::number;
+use crate::exit;
 
 /// A "please stop" flag that every blocking call of alkstore accepts.
 #[pyclass(name = "StopToken", module = "alkstore", frozen)]
@@ -49,7 +50,11 @@ impl StopToken {
                 None => 0.1,
             };
             let inner = self.inner.clone();
-            if py.detach(move || inner.wait(Some(Duration::from_secs_f64(slice)))) {
+            // At interpreter exit a waiting daemon thread parks rather than re-attach (crate::exit).
+            let (set, entering) =
+                py.detach(move || (inner.wait(Some(Duration::from_secs_f64(slice))), exit::entering_or_park()));
+            drop(entering);
+            if set {
                 return Ok(true);
             }
             py.check_signals()?;

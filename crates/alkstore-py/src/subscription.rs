@@ -128,7 +128,7 @@ impl Subscription {
     }
 
     fn __anext__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
-        wait::anext(slf.as_any())
+        wait::anext(slf.as_any(), &slf.get().store, false)
     }
 
     /// One blocking step for the asyncio bridge; raises StopAsyncIteration at the end.
