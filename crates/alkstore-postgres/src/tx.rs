@@ -15,12 +15,14 @@ use tokio_postgres::types::ToSql;
 
 use crate::error::{pg_error, Redactor};
 use crate::params::{Cell, Param};
-use crate::runtime;
+use crate::runtime::Rt;
 
 /// An open caller transaction on one pooled connection.
 pub struct PgTx {
     conn: Option<Object>,
     engine_id: u64,
+    /// The runtime of the process that began it (and opened the store).
+    rt: Rt,
     redactor: Redactor,
     /// A statement failed: Postgres has aborted the transaction, so COMMIT
     /// would silently roll back. We refuse it instead.
@@ -35,8 +37,8 @@ impl std::fmt::Debug for PgTx {
 
 impl PgTx {
     /// Wraps a connection on which `BEGIN` already ran.
-    pub(crate) fn new(conn: Object, engine_id: u64, redactor: Redactor) -> Self {
-        PgTx { conn: Some(conn), engine_id, redactor, failed: false }
+    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, redactor: Redactor) -> Self {
+        PgTx { conn: Some(conn), engine_id, rt, redactor, failed: false }
     }
 
     /// Which engine began this transaction.
@@ -56,7 +58,7 @@ impl PgTx {
 
     fn run<T>(&mut self, f: impl AsyncFnOnce(&ClientWrapper) -> Result<T>) -> Result<T> {
         let client = self.client()?;
-        let r = runtime::block_on(f(client))?;
+        let r = self.rt.block_on(f(client))?;
         if r.is_err() {
             self.failed = true;
         }
@@ -66,8 +68,11 @@ impl PgTx {
     /// Ends the transaction with `sql` (COMMIT or ROLLBACK). The connection
     /// returns to the pool only if that worked; otherwise it is closed.
     fn finish(&mut self, sql: &'static str) -> Result<()> {
+        // Checked before the connection leaves `self`: in a forked child it
+        // must stay put, for `Drop` to leave it alone.
+        let rt = self.rt.runtime()?;
         let conn = self.conn.take().ok_or(Error::TransactionClosed)?;
-        let r = runtime::block_on(conn.batch_execute(sql))?;
+        let r = rt.block_on(conn.batch_execute(sql));
         match r {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -152,7 +157,7 @@ impl Drop for PgTx {
         // Never block in a destructor (it may run on the runtime itself):
         // roll back in the background and only then let the connection go
         // back to the pool.
-        match runtime::runtime() {
+        match self.rt.runtime() {
             Ok(rt) => {
                 rt.spawn(async move {
                     if conn.batch_execute("ROLLBACK").await.is_err() {
