@@ -21,9 +21,9 @@ use tokio::sync::watch;
 
 use crate::ctx::Ctx;
 use crate::error::{pg_error, pool_error, Redactor};
+use crate::runtime::Rt;
 use crate::sql::Statements;
 use crate::tx::PgTx;
-use crate::runtime::Rt;
 use crate::{claim, enqueue, handle, listen, migrate, pool, reads, sweep};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
@@ -151,23 +151,24 @@ impl Engine for PgEngine {
     }
 
     fn begin(&self) -> Result<Box<dyn Tx>> {
+        let marker = PgTx::next_marker();
         let conn = self
             .rt
             .block_on(async {
-            let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-            match conn.batch_execute("BEGIN").await {
-                Ok(()) => Ok(conn),
-                Err(e) => {
-                    let e = pg_error(&e);
-                    if matches!(e, Error::ConnectionLost { .. }) {
-                        drop(Object::take(conn));
+                let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
+                match conn.batch_execute(&PgTx::begin_sql(&marker)).await {
+                    Ok(()) => Ok(conn),
+                    Err(e) => {
+                        let e = pg_error(&e);
+                        if matches!(e, Error::ConnectionLost { .. }) {
+                            drop(Object::take(conn));
+                        }
+                        Err(e)
                     }
-                    Err(e)
                 }
-            }
-        })?
-        .map_err(|e| self.redactor.scrub(e))?;
-        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.redactor.clone())))
+            })?
+            .map_err(|e| self.redactor.scrub(e))?;
+        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.redactor.clone(), marker)))
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
