@@ -14,13 +14,14 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
+    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Redactor, Result, Swept, Tx,
+    WakeHub,
 };
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
 use crate::ctx::Ctx;
-use crate::error::{pg_error, pool_error, Redactor};
+use crate::error::{pg_error, pool_error};
 use crate::runtime::Rt;
 use crate::sql::Statements;
 use crate::tx::PgTx;

@@ -18,11 +18,11 @@
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use alkstore_core::{Error, Result, SqlRow, SqlValue, Tx};
+use alkstore_core::{Error, Redactor, Result, SqlRow, SqlValue, Tx};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::types::ToSql;
 
-use crate::error::{pg_error, Redactor};
+use crate::error::pg_error;
 use crate::params::{Cell, Param};
 use crate::runtime::Rt;
 
