@@ -250,7 +250,8 @@ impl Statements {
 /// queue, `$3` worker, and `$4` the bound when `limit` is `$4::bigint`.
 ///
 /// The exhaustion step and the claim are one statement, hence one
-/// transaction and one round trip. Their row sets are disjoint (budget
+/// transaction and one round trip. An exhausted row that is also past its
+/// expiry dies as 'expired', the reason a sweep at the same instant gives. Their row sets are disjoint (budget
 /// spent, budget left, or pending), so the CTEs never touch a row twice.
 /// SKIP LOCKED on both candidate scans: a row another claimer holds is
 /// someone else's, never waited for.
@@ -277,7 +278,9 @@ fn claim(s: &str, limit: &str) -> String {
                      FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  buried AS ( \
-                   {into_dead} SELECT {DEAD_SELECT}, 'attempts exhausted', {DEAD_VALUES} FROM exhausted), \
+                   {into_dead} SELECT {DEAD_SELECT}, \
+                     CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
+                     {DEAD_VALUES} FROM exhausted), \
                  ready AS ( \
                    SELECT id, priority, run_at FROM {s}.jobs \
                    WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \

@@ -71,8 +71,14 @@ macro_rules! exhausted {
     };
 }
 
-/// Claim step 1: exhausted lapsed rows to dead.
-pub const EXHAUST_MOVE: &str = live_to_dead!("'attempts exhausted'", "?2", exhausted!());
+/// Claim step 1: exhausted lapsed rows to dead, as 'attempts exhausted' —
+/// or as 'expired' when the row is also past its expiry, the reason a sweep
+/// at the same instant would give it ([`SWEEP_MOVE`]).
+pub const EXHAUST_MOVE: &str = live_to_dead!(
+    "CASE WHEN expires_at IS NOT NULL AND expires_at <= ?2 THEN 'expired' ELSE 'attempts exhausted' END",
+    "?2",
+    exhausted!()
+);
 /// Claim step 1, second half: the same rows leave the live table.
 pub const EXHAUST_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", exhausted!());
 
