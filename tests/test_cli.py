@@ -107,6 +107,22 @@ def test_jobs_lists_live_jobs_newest_first_and_dead_ones_with_dead(target: Targe
     assert empty.returncode == 0 and "no live jobs" in empty.stdout
 
 
+def test_jobs_shows_a_retried_or_released_job_without_a_lease(target: Target, store: Store) -> None:
+    q = store.queue("emails", max_attempts=3)
+    retried, released = q.enqueue_many([{"to": "a"}, {"to": "b"}])
+    first, second = q.claim("cli-worker"), q.claim("cli-worker")
+    assert first is not None and first.id == retried and first.retry("later", delay=60)
+    assert second is not None and second.id == released and second.release()
+    live = json_out(cli("jobs", *store_args(target), "emails", "--json"))
+    assert [(j["id"], j["state"], j["worker_id"], j["deadline"]) for j in live] == [
+        (released, "pending", None, None),
+        (retried, "pending", None, None),
+    ]
+    assert all(j["claimed_at"] is not None for j in live)
+    table = cli("jobs", *store_args(target), "emails")
+    assert table.returncode == 0 and "cli-worker" not in table.stdout
+
+
 def test_sweep_moves_expired_jobs_to_dead(target: Target, store: Store) -> None:
     q = store.queue("q")
     q.enqueue("stale", expires=0)

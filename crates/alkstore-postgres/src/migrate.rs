@@ -14,8 +14,11 @@ use crate::error::pg_error;
 use crate::sql::quote_ident;
 
 /// `(version, sql)` in order; `__SCHEMA__` stands for the quoted schema.
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("migrations/0001_init.sql")), (2, include_str!("migrations/0002_locks_schedules_streams.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
+    (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
+];
 
 /// The newest schema version this build knows.
 pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;

@@ -134,11 +134,14 @@ impl Statements {
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
                    AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n)"
             ),
-            // worker_id, claimed_at and deadline stay: they describe the last
-            // claim. Only a retry that is ready at once wakes waiters; a
-            // delayed one is found through next_wake.
+            // A pending job holds no lease (SPEC §4.4): worker_id and deadline
+            // are cleared, claimed_at stays as the last claim's time, and the
+            // claim token alone fences off the old handle. Only a retry that
+            // is ready at once wakes waiters; a delayed one is found through
+            // next_wake.
             retry: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint WHERE {VALID} \
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} \
                  RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
@@ -150,9 +153,10 @@ impl Statements {
             heartbeat: format!(
                 "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"
             ),
+            // Cleared like a retry's; the claim token is not refunded.
             release: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1 \
-                 WHERE {VALID} RETURNING {notify}"
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} RETURNING {notify}"
             ),
             cancel: format!("DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text"),
             // One statement, one snapshot: a row moving to dead is seen in
