@@ -61,6 +61,11 @@ pub struct OpenOptions {
     pub busy_timeout_ms: u64,
     /// Largest accepted payload, bytes of UTF-8 JSON text.
     pub max_payload_bytes: usize,
+    /// `_must_exist` (private; the command line's inspection commands): open
+    /// only a store that already exists at this build's schema version, and
+    /// write nothing while opening — no tables, no schema, no migration, no
+    /// journal-mode switch. Anything else is a `DatabaseError` saying why.
+    pub must_exist: bool,
 }
 
 impl Default for OpenOptions {
@@ -73,6 +78,7 @@ impl Default for OpenOptions {
             watch_interval_ms: 1,
             busy_timeout_ms: 5000,
             max_payload_bytes: 1 << 20,
+            must_exist: false,
         }
     }
 }
@@ -93,6 +99,8 @@ pub enum OptValue {
 const PG_ONLY: &[&str] = &["schema", "pool_size", "listen"];
 const SQLITE_ONLY: &[&str] = &["watch_interval_ms", "busy_timeout_ms"];
 const COMMON: &[&str] = &["poll_interval_s", "max_payload_bytes"];
+/// Accepted on both engines but not offered in messages: not part of the API.
+const PRIVATE: &[&str] = &["_must_exist"];
 
 impl OpenOptions {
     /// Validates `options` for `target`'s engine.
@@ -101,7 +109,7 @@ impl OpenOptions {
         let pg = matches!(target, Target::Postgres(_));
         for (key, value) in options {
             let k = key.as_str();
-            if !(PG_ONLY.contains(&k) || SQLITE_ONLY.contains(&k) || COMMON.contains(&k)) {
+            if !(PG_ONLY.contains(&k) || SQLITE_ONLY.contains(&k) || COMMON.contains(&k) || PRIVATE.contains(&k)) {
                 let all: Vec<&str> = PG_ONLY.iter().chain(SQLITE_ONLY).chain(COMMON).copied().collect();
                 return Err(Error::Type(format!(
                     "open() got an unexpected option {k:?}; accepted: {}",
@@ -129,6 +137,7 @@ impl OpenOptions {
                 }
                 ("pool_size", OptValue::Int(n)) if (1..=1000).contains(n) => o.pool_size = *n as usize,
                 ("listen", OptValue::Bool(b)) => o.listen = *b,
+                ("_must_exist", OptValue::Bool(b)) => o.must_exist = *b,
                 ("poll_interval_s", OptValue::Int(_) | OptValue::Float(_)) => {
                     let v = num(value);
                     if !(v.is_finite() && v > 0.0) {
@@ -160,7 +169,7 @@ fn expect(k: &str) -> &'static str {
     match k {
         "schema" => "expected a str",
         "pool_size" => "expected an int in 1..=1000",
-        "listen" => "expected a bool",
+        "listen" | "_must_exist" => "expected a bool",
         "watch_interval_ms" => "expected an int in 1..=60000",
         "busy_timeout_ms" => "expected an int in 0..=3600000",
         "max_payload_bytes" => "expected an int >= 1",
@@ -205,5 +214,11 @@ mod tests {
         ));
         let o = OpenOptions::parse(&pg, &[("schema".into(), OptValue::Str("t1".into()))]).unwrap();
         assert_eq!(o.schema, "t1");
+        for t in [&sq, &pg] {
+            assert!(OpenOptions::parse(t, &[("_must_exist".into(), OptValue::Bool(true))]).unwrap().must_exist);
+            assert!(!OpenOptions::parse(t, &[]).unwrap().must_exist);
+        }
+        let listed = OpenOptions::parse(&sq, &[("bogus".into(), OptValue::Int(1))]).unwrap_err().to_string();
+        assert!(!listed.contains("_must_exist"), "{listed}");
     }
 }

@@ -74,9 +74,14 @@ impl PgEngine {
         let pool = pool::build(config.clone(), options.pool_size)?;
         let schema = options.schema.clone();
         let rt = Rt::current()?;
+        let must_exist = options.must_exist;
         let migrated = rt.block_on(async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
-            migrate::migrate(&mut conn, &schema).await
+            if must_exist {
+                migrate::check_existing(&conn, &schema).await
+            } else {
+                migrate::migrate(&mut conn, &schema).await
+            }
         })?;
         if let Err(e) = migrated {
             pool.close();

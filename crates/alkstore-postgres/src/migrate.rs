@@ -99,3 +99,45 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     .map_err(pg)?;
     tx.commit().await.map_err(pg)
 }
+
+/// For `must_exist` opens: `schema` must already hold a store of exactly
+/// this build's schema version. Reads only — no schema, table or migration
+/// is made — so a database without the store is left as it was.
+pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> {
+    let pg = |e: tokio_postgres::Error| pg_error(&e);
+    let quoted = quote_ident(schema);
+    let meta = format!("{quoted}.meta");
+    // to_regclass is NULL for a missing schema as for a missing table.
+    let has_meta: bool =
+        client.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let row = if has_meta {
+        client.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?
+    } else {
+        None
+    };
+    let Some(row) = row else {
+        return Err(Error::database(
+            None,
+            format!("not an alkstore store: schema {quoted} holds no alkstore tables (nothing was created)"),
+        ));
+    };
+    let text: String = row.get(0);
+    let version = text.parse::<i64>().map_err(|_| {
+        Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
+    })?;
+    if version != LATEST_VERSION {
+        let what = if version > LATEST_VERSION {
+            "upgrade alkstore to read it"
+        } else {
+            "open it once with alkstore.open() (a worker does) to upgrade it"
+        };
+        return Err(Error::database(
+            None,
+            format!(
+                "schema {quoted} has schema version {version} and this alkstore writes {LATEST_VERSION}: {what}; \
+                 this command writes nothing"
+            ),
+        ));
+    }
+    Ok(())
+}

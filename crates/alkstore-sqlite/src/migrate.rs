@@ -50,6 +50,29 @@ pub(crate) fn migrate(conn: &Connection) -> Result<()> {
     })
 }
 
+/// For `must_exist` opens: the file must already be a store of exactly this
+/// build's schema version. Reads only, so a file that is not a store — or one
+/// that a write would have to upgrade — is left as it was.
+pub(crate) fn check_existing(conn: &Connection) -> Result<()> {
+    let Some(v) = read_version(conn)? else {
+        return Err(Error::database(
+            None,
+            "not an alkstore store: the file has no alkstore tables (nothing was written to it)",
+        ));
+    };
+    refuse_newer(v)?;
+    if v < SCHEMA_VERSION {
+        return Err(Error::database(
+            None,
+            format!(
+                "the store has schema version {v} and this alkstore writes {SCHEMA_VERSION}: open it once with \
+                 alkstore.open() (a worker does) to upgrade it; this command writes nothing"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn read_version(conn: &Connection) -> Result<Option<i64>> {
     let has_meta = conn.query_row(META_EXISTS, [], |_| Ok(())).optional().db()?.is_some();
     if !has_meta {
