@@ -9,6 +9,7 @@ use rusqlite::{Connection, OpenFlags, MAIN_DB};
 use crate::conn::Conns;
 use crate::error::{at_open, DbResult};
 use crate::migrate;
+use crate::wal::{self, WalBound};
 
 /// How many prepared statements each connection keeps. The engine has about
 /// twenty hot statements; the default of 16 would evict some of them.
@@ -34,7 +35,8 @@ pub(crate) fn open_conns(path: &str, options: &OpenOptions) -> Result<Conns> {
         }
         // The reader opens after the migration so it never sees a half-made file.
         let reader = connect(path, options, Role::Reader)?;
-        Ok(Conns::new(writer, reader))
+        let wal = WalBound::new(&writer, Duration::from_millis(options.busy_timeout_ms));
+        Ok(Conns::new(writer, reader, wal))
     };
     inner().map_err(|e| at_open(path, e))
 }
@@ -83,6 +85,11 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // foreign_keys=ON: the engine's tables use none, but the caller's own
     // tables in the same file (SPEC §6 transactions) get the checks they expect.
     conn.pragma_update(None, "foreign_keys", "ON").db()?;
+    if role == Role::Writer {
+        // journal_size_limit: a WAL that starts over is cut back to a bounded
+        // size. It acts on the connection that writes and checkpoints.
+        wal::configure(&conn)?;
+    }
     if role == Role::Reader {
         // query_only: the reader must never write, even by a bug.
         conn.pragma_update(None, "query_only", "ON").db()?;
