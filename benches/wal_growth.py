@@ -94,7 +94,9 @@ def run(path: str, procs: int, seconds: float) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--procs", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--path", default=None, help="store file (default: a fresh temp file)")
@@ -106,11 +108,13 @@ def main() -> None:
     if args.json:
         print(json.dumps(out))
         return
+    rate = out["jobs"] / out["seconds"]
+    largest, last = out["wal_max_bytes"] / MIB, out["wal_last_bytes"] / MIB
+    after_close, db = out["wal_after_close_bytes"] / MIB, out["db_bytes"] / MIB
     print(
-        f"{out['procs']} processes, {out['seconds']:g} s, {out['jobs']} jobs "
-        f"({out['jobs'] / out['seconds']:.0f} jobs/s); WAL largest {out['wal_max_bytes'] / MIB:.1f} MiB, "
-        f"last {out['wal_last_bytes'] / MIB:.1f} MiB, after close {out['wal_after_close_bytes'] / MIB:.1f} MiB; "
-        f"database {out['db_bytes'] / MIB:.1f} MiB",
+        f"{out['procs']} processes, {out['seconds']:g} s, {out['jobs']} jobs ({rate:.0f} jobs/s); "
+        f"WAL largest {largest:.1f} MiB, last {last:.1f} MiB, after close {after_close:.1f} MiB; "
+        f"database {db:.1f} MiB",
         flush=True,
     )
 

@@ -106,7 +106,14 @@ def test_unique_violation_sqlstate(store: alkstore.Store, target: Target) -> Non
 
 @pytest.mark.parametrize(
     "stmt",
-    ["ABORT", "COMMIT AND CHAIN", "ROLLBACK AND CHAIN", "END TRANSACTION", "COMMIT WORK", "-- note\nROLLBACK"],
+    [
+        "ABORT",
+        "COMMIT AND CHAIN",
+        "ROLLBACK AND CHAIN",
+        "END TRANSACTION",
+        "COMMIT WORK",
+        "-- note\nROLLBACK",
+    ],
 )
 def test_every_statement_that_ends_the_transaction_is_refused(
     store_factory: Callable[..., alkstore.Store], target: Target, stmt: str

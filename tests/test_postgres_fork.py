@@ -83,7 +83,8 @@ def use_a_new_store(target: Target) -> dict[str, object]:
         h = q.claim("child-worker", timeout=5)
         assert h is not None and h.id == job_id
         assert h.ack()
-        return {"job_id": job_id, "pending_after": q.stats().pending}
+        pending_after = q.stats().pending
+    return {"job_id": job_id, "pending_after": pending_after}
 
 
 def test_child_may_open_a_new_store_while_the_parents_is_open(target: Target) -> None:
@@ -152,7 +153,9 @@ def test_multiprocessing_fork_children_open_their_own_stores(target: Target, sto
     q = store.queue("mp")
     assert q.stats().pending == 0  # the parent has used Postgres: its runtime exists
     ctx = multiprocessing.get_context("fork")
-    procs = [ctx.Process(target=_multiprocessing_child, args=(target.location, target.schema)) for _ in range(2)]
+    procs = [
+        ctx.Process(target=_multiprocessing_child, args=(target.location, target.schema)) for _ in range(2)
+    ]
     for p in procs:
         p.start()
     for p in procs:

@@ -229,7 +229,12 @@ def test_a_stale_handle_stays_fenced_after_its_job_went_back_to_pending(
     assert new is not None and new.id == job_id
     assert not old.ack() and not old.heartbeat() and not old.fail("x")
     job = q.get_job(job_id)
-    assert job is not None and job.state == "processing" and job.worker_id == "w" and job.deadline == new.deadline
+    assert (
+        job is not None
+        and job.state == "processing"
+        and job.worker_id == "w"
+        and job.deadline == new.deadline
+    )
     assert new.ack()
     assert q.get_job(job_id) is None
 

@@ -34,7 +34,9 @@ def version(target: Target) -> str:
         conn.close()
     else:
         with pg_admin_connect() as pg:
-            row = pg.execute(f"SELECT value FROM \"{target.schema}\".meta WHERE key = 'schema_version'").fetchone()
+            row = pg.execute(
+                f"SELECT value FROM \"{target.schema}\".meta WHERE key = 'schema_version'"
+            ).fetchone()
     assert row is not None
     return str(row[0])
 

@@ -112,6 +112,9 @@ mod tests {
         assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(SCHEMA_VERSION));
     }
 
+    /// id, worker_id, deadline, claimed_at.
+    type LeaseRow = (i64, Option<String>, Option<i64>, Option<i64>);
+
     /// A file of schema version 2, as that build made it: its migrations,
     /// its version row, and a pending row its retry left holding a lease.
     #[test]
@@ -130,7 +133,7 @@ mod tests {
         )
         .db()?;
         migrate(&conn)?;
-        let rows: Vec<(i64, Option<String>, Option<i64>, Option<i64>)> = conn
+        let rows: Vec<LeaseRow> = conn
             .prepare("SELECT id, worker_id, deadline, claimed_at FROM __alkstore_jobs ORDER BY id")
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
             .db()?;
