@@ -194,6 +194,35 @@ def test_exhaustion_goes_on_to_next_job(store: alkstore.Store) -> None:
     assert job is not None and job.state == "dead" and job.last_error == "attempts exhausted"
 
 
+@pytest.mark.parametrize("at_expiry", [0, 50])
+def test_a_lapsed_and_expired_job_dies_as_expired_like_a_sweep(store: alkstore.Store, at_expiry: int) -> None:
+    """The claim's exhaustion step and a sweep agree on a job that is both spent and expired."""
+    q = store.queue("q", visibility_timeout_s=10, max_attempts=1)
+    sq = store.queue("q2", visibility_timeout_s=10, max_attempts=1)
+    both = q.enqueue("both", expires=30)
+    by_sweep = sq.enqueue("both", expires=30)
+    assert q.claim("w") is not None and sq.claim("w") is not None
+    store._advance_clock(30 + at_expiry)  # past the lease (10 s) and at or past expires_at (30 s)
+    assert q.claim("w") is None  # its exhaustion step moves the job
+    assert sq.sweep_expired().expired == 1
+    claimed_dead, swept_dead = q.get_job(both), sq.get_job(by_sweep)
+    assert claimed_dead is not None and swept_dead is not None
+    assert claimed_dead.state == swept_dead.state == "dead"
+    assert claimed_dead.last_error == swept_dead.last_error == "expired"
+    assert claimed_dead.attempts == swept_dead.attempts == 1
+    assert q.stats().dead == 1 and q.stats().processing == 0
+
+
+def test_a_lapsed_spent_job_not_yet_expired_still_dies_as_exhausted(store: alkstore.Store) -> None:
+    q = store.queue("q", visibility_timeout_s=10, max_attempts=1)
+    job_id = q.enqueue("spent", expires=3600)
+    assert q.claim("w") is not None
+    store._advance_clock(11)
+    assert q.claim("w") is None
+    job = q.get_job(job_id)
+    assert job is not None and job.state == "dead" and job.last_error == "attempts exhausted"
+
+
 def test_expired_job_not_claimable(store: alkstore.Store) -> None:
     q = store.queue("q")
     job_id = q.enqueue({}, expires=60)

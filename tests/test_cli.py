@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 import alkstore
 from alkstore import Store
-from tests.conftest import Target
+from tests.conftest import PG_URL, Target, drop_schema, new_schema_name, pg_admin_connect, require_postgres
 
 HELPERS = Path(__file__).parent / "helpers"
 
@@ -107,6 +108,22 @@ def test_jobs_lists_live_jobs_newest_first_and_dead_ones_with_dead(target: Targe
     assert empty.returncode == 0 and "no live jobs" in empty.stdout
 
 
+def test_jobs_shows_a_retried_or_released_job_without_a_lease(target: Target, store: Store) -> None:
+    q = store.queue("emails", max_attempts=3)
+    retried, released = q.enqueue_many([{"to": "a"}, {"to": "b"}])
+    first, second = q.claim("cli-worker"), q.claim("cli-worker")
+    assert first is not None and first.id == retried and first.retry("later", delay=60)
+    assert second is not None and second.id == released and second.release()
+    live = json_out(cli("jobs", *store_args(target), "emails", "--json"))
+    assert [(j["id"], j["state"], j["worker_id"], j["deadline"]) for j in live] == [
+        (released, "pending", None, None),
+        (retried, "pending", None, None),
+    ]
+    assert all(j["claimed_at"] is not None for j in live)
+    table = cli("jobs", *store_args(target), "emails")
+    assert table.returncode == 0 and "cli-worker" not in table.stdout
+
+
 def test_sweep_moves_expired_jobs_to_dead(target: Target, store: Store) -> None:
     q = store.queue("q")
     q.enqueue("stale", expires=0)
@@ -190,6 +207,78 @@ def test_a_missing_sqlite_file_is_reported_and_not_created(tmp_path: Path, comma
     url = f"sqlite:///{missing.name}"
     assert_one_line_error(cli(name, url, *rest, cwd=tmp_path), "no such file")
     assert not missing.exists()
+
+
+COMMANDS = [["stats"], ["jobs", "QUEUE"], ["jobs", "QUEUE", "--dead"], ["schedules"], ["sweep", "QUEUE"]]
+
+
+@pytest.mark.parametrize("contents", ["app tables", "empty"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_sqlite_file_that_is_not_a_store_is_one_line_and_left_byte_identical(
+    tmp_path: Path, command: list[str], contents: str
+) -> None:
+    """No alkstore tables appear, the journal mode stays: the command writes nothing."""
+    path = tmp_path / "app.db"
+    if contents == "empty":
+        path.write_bytes(b"")
+    else:
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT)")
+            conn.execute("INSERT INTO users (email) VALUES ('ada@example.com')")
+        conn.close()
+    before = path.read_bytes()
+    name, *rest = command
+    assert_one_line_error(cli(name, str(path), *rest), "not an alkstore store", str(path))
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]  # no -wal, no -shm
+    if contents != "empty":
+        conn = sqlite3.connect(path)
+        try:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")]
+        finally:
+            conn.close()
+        assert tables == ["users"]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_postgres_schema_without_a_store_is_one_line_and_not_created(command: list[str]) -> None:
+    require_postgres()
+    schema = new_schema_name()
+    name, *rest = command
+    try:
+        assert_one_line_error(cli(name, PG_URL, *rest, "--schema", schema), "not an alkstore store", schema)
+        with pg_admin_connect() as conn:
+            row = conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s", [schema]).fetchone()
+        assert row == (0,)
+    finally:
+        drop_schema(schema)
+
+
+def test_a_store_of_an_older_version_is_not_upgraded_by_a_read(target: Target, store: Store) -> None:
+    store.queue("q").enqueue({})
+    store.close()
+    meta = "__alkstore_meta" if target.schema is None else f'"{target.schema}".meta'
+    set_v2 = f"UPDATE {meta} SET value = '2' WHERE key = 'schema_version'"
+    read_v = f"SELECT value FROM {meta} WHERE key = 'schema_version'"
+    if target.schema is None:
+        conn = sqlite3.connect(target.location)
+        with conn:
+            conn.execute(set_v2)
+        conn.close()
+    else:
+        with pg_admin_connect() as pg:
+            pg.execute(set_v2)
+    assert_one_line_error(cli("stats", *store_args(target)), "version 2", "upgrade")
+    if target.schema is None:
+        conn = sqlite3.connect(target.location)
+        version = conn.execute(read_v).fetchone()
+        conn.close()
+    else:
+        with pg_admin_connect() as pg:
+            version = pg.execute(read_v).fetchone()
+    assert version == ("2",)
 
 
 def test_a_bad_url_is_one_line(tmp_path: Path) -> None:

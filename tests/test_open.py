@@ -232,6 +232,57 @@ def test_store_repr_never_leaks_password() -> None:
         drop_schema(schema)
 
 
+def _texts(exc: BaseException) -> list[str]:
+    """Every text an exception shows, its causes' included."""
+    seen = [str(exc), repr(exc), *map(str, exc.args)]
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None:
+        seen += _texts(cause)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "password=s3cret",
+        "PassWord=s3cret",
+        "connect_timeout=2&password=s%33cret",
+        "sslpassword=s3cret",
+        "SSLPASSWORD=s3cret&password=s3cret",
+    ],
+)
+def test_a_password_in_the_query_string_never_leaks_from_a_failed_open(query: str) -> None:
+    url = f"postgresql://u@127.0.0.1:1/x?{query}"
+    with pytest.raises(alkstore.DatabaseError) as err:
+        alkstore.open(url)
+    for text in _texts(err.value):
+        assert "s3cret" not in text and "s%33cret" not in text, text
+    assert "***" in str(err.value), "the message still names the URL, password masked"
+
+
+def test_a_password_in_the_query_string_never_leaks_from_a_refused_target() -> None:
+    with pytest.raises(ValueError) as err:
+        alkstore.open("mysql://u@h/db?password=s3cret")
+    for text in _texts(err.value):
+        assert "s3cret" not in text, text
+
+
+@pytest.mark.parametrize("query", ["password=s3cret", "connect_timeout=5&password=s%33cret"])
+def test_store_repr_never_leaks_a_query_string_password(query: str) -> None:
+    """Under trust auth the password is never asked for, so the open succeeds."""
+    require_postgres()
+    sep = "&" if "?" in PG_URL else "?"
+    url = f"{PG_URL}{sep}{query}"
+    schema = new_schema_name()
+    try:
+        with alkstore.open(url, schema=schema) as store:
+            for text in (repr(store), str(store)):
+                assert "s3cret" not in text and "s%33cret" not in text, text
+                assert "password=***" in text.lower(), text
+    finally:
+        drop_schema(schema)
+
+
 def test_pathlike_is_fspath(tmp_path: Path) -> None:
     """Any os.PathLike works, not only pathlib.Path."""
 

@@ -104,6 +104,49 @@ def test_unique_violation_sqlstate(store: alkstore.Store, target: Target) -> Non
     assert err.value.code == "23505"
 
 
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "ABORT",
+        "COMMIT AND CHAIN",
+        "ROLLBACK AND CHAIN",
+        "END TRANSACTION",
+        "COMMIT WORK",
+        "-- note\nROLLBACK",
+    ],
+)
+def test_every_statement_that_ends_the_transaction_is_refused(
+    store_factory: Callable[..., alkstore.Store], target: Target, stmt: str
+) -> None:
+    """Detected from the server's side, so AND CHAIN (a new transaction at once) is caught too."""
+    store = store_factory(pool_size=1)  # the one connection must come back outside a transaction
+    q = store.queue("q")
+    table = target.table("t")
+    with store.transaction() as tx:
+        tx.execute(f"CREATE TABLE {table} (n int)")
+    with pytest.raises(alkstore.TransactionError), store.transaction() as tx:
+        with pytest.raises(alkstore.TransactionError, match="ended the transaction"):
+            tx.execute(stmt)
+        with pytest.raises(alkstore.TransactionError):
+            q.enqueue({"after": True}, tx=tx)
+        with pytest.raises(alkstore.TransactionError):
+            tx.execute(f"INSERT INTO {table} VALUES (1)")
+    q.enqueue({"autocommitted": True})
+    with pg_admin_connect() as conn:
+        rows = conn.execute(f'SELECT payload::text FROM "{target.schema}".jobs').fetchall()
+        n = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+    assert [json.loads(str(r[0])) for r in rows] == [{"autocommitted": True}]
+    assert n is not None and n[0] == 0
+
+
+@pytest.mark.parametrize("stmt", ["BEGIN", "START TRANSACTION", "/* c */ begin isolation level serializable"])
+def test_begin_inside_the_transaction_has_the_servers_sqlstate(store: alkstore.Store, stmt: str) -> None:
+    with pytest.raises(alkstore.TransactionError), store.transaction() as tx:
+        with pytest.raises(alkstore.DatabaseError) as err:
+            tx.execute(stmt)
+        assert err.value.code == "25001"  # active_sql_transaction
+
+
 def test_payload_text_keeps_key_order(store: alkstore.Store, target: Target) -> None:
     q = store.queue("q")
     payload = {"b": 1, "a": 2, "nested": {"z": 1, "y": [1.0, 10**30]}}

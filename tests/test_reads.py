@@ -183,3 +183,68 @@ def test_cancel_unknown_dead_and_other_queue(store: alkstore.Store) -> None:
     assert a.cancel(job_id) is False  # dead rows are not cancelled
     job = a.get_job(job_id)
     assert job is not None and job.state == "dead"
+
+
+# --- a pending job holds no lease (SPEC §4.4) --------------------------------
+
+
+@pytest.mark.parametrize("back_to_pending", ["retry now", "retry later", "release"])
+def test_a_job_back_to_pending_reads_without_a_lease(store: alkstore.Store, back_to_pending: str) -> None:
+    """After retry or release: worker_id and deadline are None; claimed_at keeps the last claim."""
+    q = store.queue("q", visibility_timeout_s=300, max_attempts=5)
+    job_id = q.enqueue({"n": 1})
+    h = q.claim("w1")
+    assert h is not None
+    leased = q.get_job(job_id)
+    assert leased is not None and leased.worker_id == "w1" and leased.deadline is not None
+    if back_to_pending == "release":
+        assert h.release()
+    else:
+        assert h.retry("boom", delay=0 if back_to_pending == "retry now" else 60)
+    for job in (q.get_job(job_id), *q.live_jobs()):
+        assert job is not None and job.id == job_id
+        assert job.state == "pending"
+        assert job.worker_id is None
+        assert job.deadline is None
+        assert job.claimed_at == h.claimed_at == leased.claimed_at
+
+
+@pytest.mark.parametrize("back_to_pending", ["retry", "release"])
+def test_a_stale_handle_stays_fenced_after_its_job_went_back_to_pending(
+    store: alkstore.Store, back_to_pending: str
+) -> None:
+    """The claim token, not worker_id, keeps an earlier handle of the same worker out."""
+    q = store.queue("q", visibility_timeout_s=300, max_attempts=5)
+    job_id = q.enqueue({})
+    old = q.claim("w")
+    assert old is not None
+    assert old.retry("again", delay=0) if back_to_pending == "retry" else old.release()
+    # Pending, no lease: the old handle can do nothing.
+    assert not old.heartbeat()
+    assert not old.ack()
+    assert not old.release()
+    assert not old.retry("x", delay=0)
+    assert not old.fail("x")
+    new = q.claim("w")  # the same worker id claims it again
+    assert new is not None and new.id == job_id
+    assert not old.ack() and not old.heartbeat() and not old.fail("x")
+    job = q.get_job(job_id)
+    assert (
+        job is not None
+        and job.state == "processing"
+        and job.worker_id == "w"
+        and job.deadline == new.deadline
+    )
+    assert new.ack()
+    assert q.get_job(job_id) is None
+
+
+def test_a_dead_job_keeps_the_lease_it_died_with(store: alkstore.Store) -> None:
+    """Retry at budget moves the processing row to dead as it was: the lease fields stay."""
+    q = store.queue("q", max_attempts=1)
+    job_id = q.enqueue({})
+    h = q.claim("w")
+    assert h is not None and h.retry("last try")
+    dead = q.get_job(job_id)
+    assert dead is not None and dead.state == "dead"
+    assert dead.worker_id == "w" and dead.deadline == h.deadline and dead.claimed_at == h.claimed_at

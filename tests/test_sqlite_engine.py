@@ -6,14 +6,19 @@ contract is covered for both engines elsewhere.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 import alkstore
 from tests.conftest import Target
+from tests.processes import read_line, spawn
+
+MIB = 1 << 20
 
 
 @pytest.fixture
@@ -117,3 +122,54 @@ def test_empty_file_becomes_a_store(tmp_path: Path) -> None:
         q = store.queue("q")
         job_id = q.enqueue({})
         assert q.get_job(job_id) is not None
+
+
+def test_must_exist_creates_nothing_and_reads_a_store(tmp_path: Path, target: Target) -> None:
+    """The private `_must_exist` open (the CLI's inspection commands) never creates a file."""
+    missing = tmp_path / "missing.db"
+    with pytest.raises(alkstore.DatabaseError):
+        alkstore.open(missing, _must_exist=True)
+    assert not missing.exists()
+    with target.open() as store:
+        job_id = store.queue("q").enqueue({"k": 1})
+    with alkstore.open(target.location, _must_exist=True) as store:
+        job = store.queue("q").get_job(job_id)
+        assert job is not None and job.payload == {"k": 1}
+
+
+# --- the WAL stays bounded under sustained load (SPEC §20) -----------------------
+
+WAL_BOUND = 32 * MIB
+CHURN_PROCS = 4
+CHURN_JOBS = 10000  # per process
+
+
+@pytest.mark.slow
+def test_the_wal_stays_bounded_under_sustained_multi_process_load(target: Target) -> None:
+    """Four processes churn 20k jobs with always-active readers; the WAL never passes the bound.
+
+    A size bound, not a timing: a faster machine writes the same frames sooner.
+    Without checkpoints that can reset it, the WAL only grows (about 3.5 KiB per job).
+    """
+    path = target.location
+    alkstore.open(path).close()
+    wal = Path(path + "-wal")
+    with contextlib.ExitStack() as stack:
+        procs = [stack.enter_context(spawn("churner.py", path, str(CHURN_JOBS))) for _ in range(CHURN_PROCS)]
+        for p in procs:
+            assert read_line(p) == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        largest = 0
+        while any(p.poll() is None for p in procs):
+            with contextlib.suppress(FileNotFoundError):
+                largest = max(largest, wal.stat().st_size)
+            time.sleep(0.01)
+        for p in procs:
+            assert read_line(p) == f"done {CHURN_JOBS}"
+    assert largest < WAL_BOUND, f"the WAL reached {largest / MIB:.1f} MiB"
+    with alkstore.open(path) as store:
+        stats = store.queue("churn").stats()
+        assert (stats.pending, stats.processing) == (0, 0)

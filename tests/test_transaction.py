@@ -253,6 +253,57 @@ def test_swallowed_error_dooms_the_tx(store: alkstore.Store, target: Target, ord
     assert q.stats().pending == 1
 
 
+@pytest.mark.parametrize("stmt", ["COMMIT", "END", "ROLLBACK", "commit", "/* why */ COMMIT"])
+@pytest.mark.parametrize("via", ["execute", "query"])
+def test_a_statement_that_ends_the_transaction_is_refused(
+    store: alkstore.Store, target: Target, orders: str, stmt: str, via: str
+) -> None:
+    """The caller's COMMIT/ROLLBACK is refused and dooms the transaction: nothing after it commits."""
+    q = store.queue("q")
+    with pytest.raises(alkstore.TransactionError, match="rolled back"), store.transaction() as tx:
+        run = tx.execute if via == "execute" else tx.query
+        with pytest.raises(alkstore.TransactionError, match="ended the transaction"):
+            run(stmt)
+        with pytest.raises(alkstore.TransactionError):
+            q.enqueue({"after": True}, tx=tx)
+        with pytest.raises(alkstore.TransactionError):
+            tx.execute(f"INSERT INTO {orders} (user_id, note) VALUES (1, 'after')")
+    assert q.stats().pending == 0
+    assert count(store, orders) == 0
+    # The store is usable afterwards, also for transactions.
+    with store.transaction() as tx:
+        q.enqueue({"next": True}, tx=tx)
+    assert q.stats().pending == 1
+
+
+@pytest.mark.parametrize("stmt", ["COMMIT", "ROLLBACK"])
+def test_a_raise_after_a_refused_commit_leaves_nothing_behind(
+    store: alkstore.Store, target: Target, orders: str, stmt: str
+) -> None:
+    q = store.queue("q")
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        with pytest.raises(alkstore.TransactionError):
+            tx.execute(stmt)
+        with pytest.raises(alkstore.TransactionError):
+            q.enqueue({"after": True}, tx=tx)
+        raise RuntimeError("the caller gives up")
+    assert q.stats().pending == 0
+    assert count(store, orders) == 0
+
+
+@pytest.mark.parametrize("stmt", ["BEGIN", "begin transaction"])
+def test_begin_inside_the_transaction_is_refused(store: alkstore.Store, orders: str, stmt: str) -> None:
+    q = store.queue("q")
+    with pytest.raises(alkstore.TransactionError), store.transaction() as tx:
+        q.enqueue({"before": True}, tx=tx)
+        with pytest.raises(alkstore.DatabaseError):
+            tx.execute(stmt)
+        with pytest.raises(alkstore.TransactionError):
+            q.enqueue({"after": True}, tx=tx)
+    assert q.stats().pending == 0
+    assert count(store, orders) == 0
+
+
 def test_other_thread_uses_store_during_tx(store: alkstore.Store) -> None:
     """Another thread is not refused (it may wait for the writer) and never sees uncommitted rows."""
     q = store.queue("q")

@@ -61,6 +61,16 @@ impl Error {
     pub fn database(code: impl Into<Option<String>>, message: impl Into<String>) -> Self {
         Error::Database { code: code.into(), message: message.into() }
     }
+
+    /// The refusal of a caller statement that ended the caller's transaction
+    /// itself (`COMMIT`, `ROLLBACK`, `END`, …), the same on every engine: the
+    /// transaction seam owns the ending, and what follows such a statement
+    /// would no longer be atomic with what preceded it.
+    pub fn ended_by_statement() -> Self {
+        Error::Transaction(
+            "the statement ended the transaction; commit or roll back by leaving the transaction block".into(),
+        )
+    }
 }
 
 impl fmt::Display for Error {

@@ -2,6 +2,7 @@
 
 use crate::duration;
 use crate::error::{Error, Result};
+use crate::redact::redact_url;
 
 /// Which engine a target string selects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,20 +44,6 @@ pub fn parse_target(target: &str) -> Result<Target> {
     Ok(Target::Sqlite(target.to_owned()))
 }
 
-/// Replaces the password of a URL with `***` so it never reaches a message.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else { return url.to_owned() };
-    let after = &url[scheme_end + 3..];
-    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let authority = &after[..authority_end];
-    let Some(at) = authority.rfind('@') else { return url.to_owned() };
-    let userinfo = &authority[..at];
-    match userinfo.find(':') {
-        Some(colon) => format!("{}://{}:***{}", &url[..scheme_end], &userinfo[..colon], &after[at..]),
-        None => url.to_owned(),
-    }
-}
-
 /// Open options after validation (SPEC §2). Engine-specific ones are `None`
 /// when not given.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,6 +62,11 @@ pub struct OpenOptions {
     pub busy_timeout_ms: u64,
     /// Largest accepted payload, bytes of UTF-8 JSON text.
     pub max_payload_bytes: usize,
+    /// `_must_exist` (private; the command line's inspection commands): open
+    /// only a store that already exists at this build's schema version, and
+    /// write nothing while opening — no tables, no schema, no migration, no
+    /// journal-mode switch. Anything else is a `DatabaseError` saying why.
+    pub must_exist: bool,
 }
 
 impl Default for OpenOptions {
@@ -87,6 +79,7 @@ impl Default for OpenOptions {
             watch_interval_ms: 1,
             busy_timeout_ms: 5000,
             max_payload_bytes: 1 << 20,
+            must_exist: false,
         }
     }
 }
@@ -107,6 +100,8 @@ pub enum OptValue {
 const PG_ONLY: &[&str] = &["schema", "pool_size", "listen"];
 const SQLITE_ONLY: &[&str] = &["watch_interval_ms", "busy_timeout_ms"];
 const COMMON: &[&str] = &["poll_interval_s", "max_payload_bytes"];
+/// Accepted on both engines but not offered in messages: not part of the API.
+const PRIVATE: &[&str] = &["_must_exist"];
 
 impl OpenOptions {
     /// Validates `options` for `target`'s engine.
@@ -115,7 +110,7 @@ impl OpenOptions {
         let pg = matches!(target, Target::Postgres(_));
         for (key, value) in options {
             let k = key.as_str();
-            if !(PG_ONLY.contains(&k) || SQLITE_ONLY.contains(&k) || COMMON.contains(&k)) {
+            if !(PG_ONLY.contains(&k) || SQLITE_ONLY.contains(&k) || COMMON.contains(&k) || PRIVATE.contains(&k)) {
                 let all: Vec<&str> = PG_ONLY.iter().chain(SQLITE_ONLY).chain(COMMON).copied().collect();
                 return Err(Error::Type(format!(
                     "open() got an unexpected option {k:?}; accepted: {}",
@@ -142,6 +137,7 @@ impl OpenOptions {
                     o.schema = s.clone();
                 }
                 ("listen", OptValue::Bool(b)) => o.listen = *b,
+                ("_must_exist", OptValue::Bool(b)) => o.must_exist = *b,
                 ("poll_interval_s", OptValue::Int(_) | OptValue::Float(_)) => {
                     let v = num(value);
                     if !(v.is_finite() && v > 0.0) {
@@ -198,7 +194,7 @@ fn expect(k: &str) -> &'static str {
     match k {
         "schema" => "must be a str",
         "pool_size" => "must be an int in 1..=1000",
-        "listen" => "must be a bool",
+        "listen" | "_must_exist" => "must be a bool",
         "watch_interval_ms" => "must be an int in 1..=60000",
         "busy_timeout_ms" => "must be an int in 0..=3600000",
         "max_payload_bytes" => "must be an int >= 1",
@@ -221,11 +217,11 @@ mod tests {
     }
 
     #[test]
-    fn redacts() {
-        assert_eq!(redact_url("postgresql://bob:s3cret@h:5432/db"), "postgresql://bob:***@h:5432/db");
-        assert_eq!(redact_url("postgresql://bob@h/db"), "postgresql://bob@h/db");
-        let e = parse_target("mysql://bob:s3cret@h/db").unwrap_err().to_string();
-        assert!(!e.contains("s3cret"), "{e}");
+    fn a_refused_target_never_shows_its_password() {
+        for t in ["mysql://bob:s3cret@h/db", "mysql://bob@h/db?password=s3cret"] {
+            let e = parse_target(t).unwrap_err().to_string();
+            assert!(!e.contains("s3cret"), "{e}");
+        }
     }
 
     #[test]
@@ -243,6 +239,12 @@ mod tests {
         ));
         let o = OpenOptions::parse(&pg, &[("schema".into(), OptValue::Str("t1".into()))]).unwrap();
         assert_eq!(o.schema, "t1");
+        for t in [&sq, &pg] {
+            assert!(OpenOptions::parse(t, &[("_must_exist".into(), OptValue::Bool(true))]).unwrap().must_exist);
+            assert!(!OpenOptions::parse(t, &[]).unwrap().must_exist);
+        }
+        let listed = OpenOptions::parse(&sq, &[("bogus".into(), OptValue::Int(1))]).unwrap_err().to_string();
+        assert!(!listed.contains("_must_exist"), "{listed}");
     }
 
     #[test]

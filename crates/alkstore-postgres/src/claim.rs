@@ -1,7 +1,7 @@
 //! The claim (SPEC §4.2, ADR 0001): one statement, one round trip.
 //!
 //! The statement first moves exhausted lapsed rows to dead
-//! ('attempts exhausted'), then claims up to `n` rows from the union of the
+//! ('attempts exhausted', or 'expired' when also past their expiry), then claims up to `n` rows from the union of the
 //! first `n` ready rows and the first `n` lapsed leases, both locked with
 //! `FOR UPDATE SKIP LOCKED` so concurrent claimers never wait on each other
 //! and never receive the same (job, attempt).

@@ -1,24 +1,31 @@
 //! `PgEngine`: the `Engine` trait over a pool, a statement set and a clock offset.
 //!
 //! Each trait method picks its connection — the caller's transaction's, or
-//! one checked out of the pool for this call — blocks on the shared runtime
-//! while the op's single statement runs, and scrubs the password out of any
-//! error on the way out.
+//! one checked out of the pool for this call — blocks on the runtime the
+//! store was opened on while the op's single statement runs, and scrubs the
+//! password out of any error on the way out.
+//!
+//! In a process forked after the store opened, every call is refused (the
+//! runtime refuses), and `close` and drop leave the pool and the LISTEN task
+//! alone: they belong to the parent (see `runtime.rs`).
 
+use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
+    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Redactor, Result, Swept, Tx,
+    WakeHub,
 };
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
 use crate::ctx::Ctx;
-use crate::error::{pg_error, pool_error, Redactor};
+use crate::error::{pg_error, pool_error};
+use crate::runtime::Rt;
 use crate::sql::Statements;
 use crate::tx::PgTx;
-use crate::{claim, enqueue, handle, listen, migrate, pool, reads, runtime, sweep};
+use crate::{claim, enqueue, handle, listen, migrate, pool, reads, sweep};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
@@ -26,7 +33,10 @@ static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
 /// One open Postgres store.
 pub struct PgEngine {
     id: u64,
-    pool: Pool,
+    /// The runtime of the process that opened the store.
+    rt: Rt,
+    /// Dropped only in that process (see `Drop`).
+    pool: ManuallyDrop<Pool>,
     sql: Statements,
     /// `_advance_clock` total; tests only.
     offset: AtomicI64,
@@ -43,8 +53,9 @@ pub struct PgEngine {
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
     listening: AtomicBool,
-    /// Turned true by `close` to end the LISTEN task.
-    stop: watch::Sender<bool>,
+    /// Turned true by `close` to end the LISTEN task. Dropped only in the
+    /// process that opened the store (see `Drop`).
+    stop: ManuallyDrop<watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -62,9 +73,15 @@ impl PgEngine {
         let config = pool::pg_config(url, &redactor)?;
         let pool = pool::build(config.clone(), options.pool_size)?;
         let schema = options.schema.clone();
-        let migrated = runtime::block_on(async {
+        let rt = Rt::current()?;
+        let must_exist = options.must_exist;
+        let migrated = rt.block_on(async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
-            migrate::migrate(&mut conn, &schema).await
+            if must_exist {
+                migrate::check_existing(&conn, &schema).await
+            } else {
+                migrate::migrate(&mut conn, &schema).await
+            }
         })?;
         if let Err(e) = migrated {
             pool.close();
@@ -81,7 +98,8 @@ impl PgEngine {
         }
         Ok(PgEngine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
-            pool,
+            rt,
+            pool: ManuallyDrop::new(pool),
             sql: Statements::new(&options.schema),
             offset: AtomicI64::new(0),
             redactor,
@@ -91,7 +109,7 @@ impl PgEngine {
             streams: crate::streams::StreamSql::new(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
-            stop: watch::Sender::new(false),
+            stop: ManuallyDrop::new(watch::Sender::new(false)),
         })
     }
 
@@ -103,13 +121,13 @@ impl PgEngine {
             Some(t) => {
                 let t = self.own_tx(t)?;
                 let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
-                let r = runtime::block_on(op(&cx))?;
+                let r = self.rt.block_on(op(&cx))?;
                 if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
                     t.mark_failed();
                 }
                 r
             }
-            None => runtime::block_on(async {
+            None => self.rt.block_on(async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
                 let r = op(&Ctx { client: &conn, sql: &self.sql, offset }).await;
                 if matches!(r, Err(Error::ConnectionLost { .. })) {
@@ -139,21 +157,24 @@ impl Engine for PgEngine {
     }
 
     fn begin(&self) -> Result<Box<dyn Tx>> {
-        let conn = runtime::block_on(async {
-            let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-            match conn.batch_execute("BEGIN").await {
-                Ok(()) => Ok(conn),
-                Err(e) => {
-                    let e = pg_error(&e);
-                    if matches!(e, Error::ConnectionLost { .. }) {
-                        drop(Object::take(conn));
+        let marker = PgTx::next_marker();
+        let conn = self
+            .rt
+            .block_on(async {
+                let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
+                match conn.batch_execute(&PgTx::begin_sql(&marker)).await {
+                    Ok(()) => Ok(conn),
+                    Err(e) => {
+                        let e = pg_error(&e);
+                        if matches!(e, Error::ConnectionLost { .. }) {
+                            drop(Object::take(conn));
+                        }
+                        Err(e)
                     }
-                    Err(e)
                 }
-            }
-        })?
-        .map_err(|e| self.redactor.scrub(e))?;
-        Ok(Box::new(PgTx::new(conn, self.id, self.redactor.clone())))
+            })?
+            .map_err(|e| self.redactor.scrub(e))?;
+        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.redactor.clone(), marker)))
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
@@ -219,11 +240,11 @@ impl Engine for PgEngine {
     }
 
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
-        runtime::runtime()?;
+        self.rt.runtime()?;
         if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
             return Ok(());
         }
-        listen::start(self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        listen::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
     }
 
@@ -240,9 +261,30 @@ impl Engine for PgEngine {
     }
 
     fn close(&self) {
+        // In a forked child the connections and the LISTEN task are the
+        // parent's: closing them would send on the parent's sockets and wake
+        // tasks of a runtime that has no threads here. The store still reads
+        // as closed (the core refuses later calls).
+        if !self.rt.is_ours() {
+            return;
+        }
         // Idle connections close now; checked-out ones (an open caller
         // transaction) close when returned. Later calls get StoreClosed.
         self.pool.close();
         self.stop.send_replace(true);
+    }
+}
+
+impl Drop for PgEngine {
+    fn drop(&mut self) {
+        if self.rt.is_ours() {
+            // SAFETY: dropped once, here, and never used again.
+            unsafe {
+                ManuallyDrop::drop(&mut self.pool);
+                ManuallyDrop::drop(&mut self.stop);
+            }
+        }
+        // Else a forked child: dropping them would run the parent's
+        // connection teardown here (see `close`); they are left as they are.
     }
 }

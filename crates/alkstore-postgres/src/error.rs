@@ -5,100 +5,15 @@
 //! `57P` (operator intervention: shutdown, `pg_terminate_backend`) — becomes
 //! `ConnectionLost`, so the caller can tell "retry later" from "your SQL is
 //! wrong". And no message may carry the URL's password: every message leaving
-//! the engine passes through [`Redactor::scrub`].
+//! the engine passes through the core's [`Redactor::scrub`] (tokio-postgres
+//! does not echo passwords today, but a config error or a server message
+//! could quote the input; scrubbing at the engine boundary makes the
+//! guarantee independent of the driver).
 
 use std::error::Error as StdError;
 
 use alkstore_core::Error;
 use deadpool_postgres::PoolError;
-
-/// Removes the connection password from messages.
-///
-/// tokio-postgres does not echo passwords today, but a config error or a
-/// server message could quote the input; scrubbing every message at the
-/// engine boundary makes the guarantee independent of the driver.
-#[derive(Clone, Default)]
-pub struct Redactor {
-    secrets: Vec<String>,
-}
-
-impl std::fmt::Debug for Redactor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Redactor { .. }")
-    }
-}
-
-impl Redactor {
-    /// A redactor for `url`'s password, raw and percent-decoded.
-    pub fn for_url(url: &str) -> Self {
-        let mut secrets = Vec::new();
-        if let Some(pw) = url_password(url) {
-            if !pw.is_empty() {
-                let decoded = percent_decode(pw);
-                if decoded != pw && !decoded.is_empty() {
-                    secrets.push(decoded);
-                }
-                secrets.push(pw.to_owned());
-            }
-        }
-        // Longest first, so a secret containing another is removed whole.
-        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        Redactor { secrets }
-    }
-
-    /// `text` with every occurrence of the password replaced by `***`.
-    pub fn scrub_text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), "***");
-            }
-        }
-        out
-    }
-
-    /// `e` with its message scrubbed.
-    pub fn scrub(&self, e: Error) -> Error {
-        if self.secrets.is_empty() {
-            return e;
-        }
-        match e {
-            Error::Database { code, message } => Error::Database { code, message: self.scrub_text(&message) },
-            Error::ConnectionLost { message } => Error::ConnectionLost { message: self.scrub_text(&message) },
-            Error::Transaction(m) => Error::Transaction(self.scrub_text(&m)),
-            other => other,
-        }
-    }
-}
-
-/// The password part of a `scheme://user:password@host/...` URL.
-fn url_password(url: &str) -> Option<&str> {
-    let after = &url[url.find("://")? + 3..];
-    let authority = &after[..after.find(['/', '?', '#']).unwrap_or(after.len())];
-    let userinfo = &authority[..authority.rfind('@')?];
-    Some(&userinfo[userinfo.find(':')? + 1..])
-}
-
-fn percent_decode(s: &str) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).map(|d| d as u8)
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
 
 /// Whether a SQLSTATE means the session is gone rather than the statement refused.
 fn is_connection_code(code: &str) -> bool {
@@ -165,16 +80,6 @@ fn with_sources(e: &dyn StdError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_and_scrubs_the_password() {
-        let r = Redactor::for_url("postgresql://bob:s%40cret@h:5432/db");
-        assert_eq!(r.scrub_text("a s@cret and s%40cret"), "a *** and ***");
-        let r = Redactor::for_url("postgresql://bob@h/db");
-        assert_eq!(r.scrub_text("nothing to hide"), "nothing to hide");
-        assert_eq!(url_password("postgres://u:p@h"), Some("p"));
-        assert_eq!(url_password("postgres://h/db"), None);
-    }
 
     #[test]
     fn connection_codes() {

@@ -5,7 +5,7 @@
 //! `pg_notify(channel, queue)`, so the notification fires at commit — never
 //! for a rolled-back transaction — and Postgres folds repeats of the same
 //! (channel, queue) within one transaction into one. The listener runs as a
-//! task on the shared runtime, outside the pool (a pooled connection would
+//! task on the store's runtime, outside the pool (a pooled connection would
 //! be handed to other calls). A lost LISTEN connection is re-made with
 //! backoff, and every (re)connect bumps the hub once: notifications sent
 //! while nobody listened are lost, so every waiter must re-read.
@@ -17,7 +17,7 @@ use alkstore_core::WakeHub;
 use tokio::sync::watch;
 use tokio_postgres::{AsyncMessage, NoTls};
 
-use crate::runtime;
+use crate::runtime::Rt;
 use crate::sql::quote_ident;
 
 /// The longest `start` waits for the first LISTEN before returning and
@@ -51,12 +51,18 @@ pub fn channel(schema: &str) -> String {
 /// a waiter that subscribes after this cannot miss a commit. If the first
 /// attempt fails, or takes longer than [`FIRST_LISTEN_WAIT`], it returns
 /// anyway and the task keeps retrying with backoff.
-pub fn start(mut config: tokio_postgres::Config, channel: String, hub: Arc<WakeHub>, stop: watch::Receiver<bool>) {
+pub fn start(
+    rt: Rt,
+    mut config: tokio_postgres::Config,
+    channel: String,
+    hub: Arc<WakeHub>,
+    stop: watch::Receiver<bool>,
+) {
     config.keepalives_idle(KEEPALIVE_IDLE);
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
-    let Ok(rt) = runtime::runtime() else { return };
-    rt.spawn(run(config, channel, hub, stop, ready_tx));
-    let _ = runtime::block_on(async { tokio::time::timeout(FIRST_LISTEN_WAIT, ready_rx).await });
+    let Ok(runtime) = rt.runtime() else { return };
+    runtime.spawn(run(config, channel, hub, stop, ready_tx));
+    let _ = rt.block_on(async { tokio::time::timeout(FIRST_LISTEN_WAIT, ready_rx).await });
 }
 
 async fn run(

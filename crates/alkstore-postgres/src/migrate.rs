@@ -14,8 +14,11 @@ use crate::error::pg_error;
 use crate::sql::quote_ident;
 
 /// `(version, sql)` in order; `__SCHEMA__` stands for the quoted schema.
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("migrations/0001_init.sql")), (2, include_str!("migrations/0002_locks_schedules_streams.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
+    (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
+];
 
 /// The newest schema version this build knows.
 pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -95,4 +98,46 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     .await
     .map_err(pg)?;
     tx.commit().await.map_err(pg)
+}
+
+/// For `must_exist` opens: `schema` must already hold a store of exactly
+/// this build's schema version. Reads only — no schema, table or migration
+/// is made — so a database without the store is left as it was.
+pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> {
+    let pg = |e: tokio_postgres::Error| pg_error(&e);
+    let quoted = quote_ident(schema);
+    let meta = format!("{quoted}.meta");
+    // to_regclass is NULL for a missing schema as for a missing table.
+    let has_meta: bool =
+        client.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let row = if has_meta {
+        client.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?
+    } else {
+        None
+    };
+    let Some(row) = row else {
+        return Err(Error::database(
+            None,
+            format!("not an alkstore store: schema {quoted} holds no alkstore tables (nothing was created)"),
+        ));
+    };
+    let text: String = row.get(0);
+    let version = text.parse::<i64>().map_err(|_| {
+        Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
+    })?;
+    if version != LATEST_VERSION {
+        let what = if version > LATEST_VERSION {
+            "upgrade alkstore to read it"
+        } else {
+            "open it once with alkstore.open() (a worker does) to upgrade it"
+        };
+        return Err(Error::database(
+            None,
+            format!(
+                "schema {quoted} has schema version {version} and this alkstore writes {LATEST_VERSION}: {what}; \
+                 this command writes nothing"
+            ),
+        ));
+    }
+    Ok(())
 }

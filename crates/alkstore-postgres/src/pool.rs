@@ -12,11 +12,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use alkstore_core::{redact_url, Error, Result};
+use alkstore_core::{redact_url, Error, Redactor, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
-
-use crate::error::Redactor;
 
 /// How long making one connection may take before the call fails, unless the
 /// URL sets `connect_timeout` itself.

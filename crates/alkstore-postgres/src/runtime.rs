@@ -1,4 +1,4 @@
-//! The one tokio runtime every Postgres store in the process shares.
+//! The tokio runtime every Postgres store of one process shares.
 //!
 //! The engine's trait methods are synchronous (the binding calls them with the
 //! GIL released), while tokio-postgres is async: each call `block_on`s this
@@ -6,12 +6,17 @@
 //! and pool timers live on it and the Python binding's asyncio bridge must run
 //! its waits on the same one.
 //!
-//! A runtime's worker threads do not survive `fork()`: a child that inherited
-//! an opened store would hang on its first call. We record the pid when the
-//! runtime is built and refuse every later use from another pid.
+//! A runtime's worker threads do not survive `fork()`, and a store's sockets
+//! belong to the process that opened it. So each store keeps the [`Rt`] it was
+//! opened on, and every use of it from another process is refused with
+//! [`FORKED_MESSAGE`]. A forked child that opens a store of its own gets a
+//! fresh runtime: the parent's copy is left exactly as the fork found it —
+//! never dropped (that would join threads that do not exist in the child)
+//! and never touched (a lock one of its threads held at the fork stays held
+//! forever in the child).
 
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use alkstore_core::{Error, Result};
 use tokio::runtime::Runtime;
@@ -20,16 +25,23 @@ use tokio::runtime::Runtime;
 /// blocked caller threads; the work happens in the server.
 const WORKER_THREADS: usize = 2;
 
+/// A runtime and the process that built it.
 struct Shared {
     runtime: Runtime,
     pid: u32,
 }
 
-static SHARED: OnceLock<std::result::Result<Shared, String>> = OnceLock::new();
+/// This process's runtime, or the inherited one of the parent before the
+/// child built its own, or null before the first store. Leaked on purpose:
+/// stores hold `&'static` references to it for their whole life. A pointer
+/// swap rather than a lock, because a lock could be held by a parent thread
+/// at the moment of a fork and then never be released in the child.
+static CURRENT: AtomicPtr<Shared> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The message every call gets in a child process forked after the runtime was built.
-pub const FORKED_MESSAGE: &str = "alkstore's Postgres engine cannot be used in a process forked after it was opened; \
-                                  open a new store in the child";
+/// The message every call on a store gets in a process forked after the
+/// store was opened.
+pub const FORKED_MESSAGE: &str = "this Postgres store was opened in the parent process before fork() and \
+                                  cannot be used here; open a new store in the child";
 
 /// This process's id; a test can pretend to be a forked child.
 fn current_pid() -> u32 {
@@ -40,39 +52,92 @@ fn current_pid() -> u32 {
     std::process::id()
 }
 
-fn shared() -> Result<&'static Shared> {
-    let s = SHARED.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(WORKER_THREADS)
-            .thread_name("alkstore-pg")
-            .enable_all()
-            .build()
-            .map(|runtime| Shared { runtime, pid: std::process::id() })
-            .map_err(|e| format!("could not start the Postgres engine's runtime: {e}"))
-    });
-    match s {
-        Ok(s) if s.pid == current_pid() => Ok(s),
-        Ok(_) => Err(Error::database(None, FORKED_MESSAGE)),
-        Err(m) => Err(Error::database(None, m.clone())),
+/// The runtime a store was opened on, usable only in the process that
+/// opened the store. Cheap to copy.
+#[derive(Clone, Copy)]
+pub struct Rt {
+    shared: &'static Shared,
+}
+
+impl std::fmt::Debug for Rt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rt").field("pid", &self.shared.pid).finish()
     }
 }
 
-/// The process-wide runtime, built on first use. Refused (as every engine
-/// call is) in a process forked after it was built.
-///
-/// The binding uses it to run async waits on the same runtime that owns the
-/// engine's connections.
-pub fn runtime() -> Result<&'static Runtime> {
-    shared().map(|s| &s.runtime)
+impl Rt {
+    /// This process's runtime, built on first use — and built anew in a
+    /// forked child, whose inherited runtime has no threads.
+    pub fn current() -> Result<Rt> {
+        let pid = current_pid();
+        loop {
+            let seen = CURRENT.load(Ordering::Acquire);
+            // SAFETY: every non-null value stored in CURRENT comes from
+            // `Box::leak` and is never freed.
+            if let Some(shared) = unsafe { seen.as_ref() } {
+                if shared.pid == pid {
+                    return Ok(Rt { shared });
+                }
+            }
+            let built: &'static mut Shared = Box::leak(Box::new(build(pid)?));
+            match CURRENT.compare_exchange(seen, built, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(Rt { shared: built }),
+                Err(_) => {
+                    // Another thread of this process installed one first:
+                    // ours never ran anything, so stop its threads and use theirs.
+                    // SAFETY: `built` was leaked just above and published nowhere.
+                    let ours = unsafe { Box::from_raw(built) };
+                    ours.runtime.shutdown_background();
+                }
+            }
+        }
+    }
+
+    /// Whether this is the calling process's runtime.
+    pub fn is_ours(&self) -> bool {
+        self.shared.pid == current_pid()
+    }
+
+    /// The runtime itself; refused in a process forked after the store opened.
+    ///
+    /// The binding uses it to run async waits on the same runtime that owns
+    /// the engine's connections.
+    pub fn runtime(&self) -> Result<&'static Runtime> {
+        if self.is_ours() {
+            Ok(&self.shared.runtime)
+        } else {
+            Err(Error::database(None, FORKED_MESSAGE))
+        }
+    }
+
+    /// Runs `fut` to completion on the runtime, blocking this thread.
+    ///
+    /// Must not be called from inside the runtime's own async context (tokio
+    /// panics on nested `block_on`); async callers await the engine's futures
+    /// directly instead.
+    pub fn block_on<F: Future>(&self, fut: F) -> Result<F::Output> {
+        Ok(self.runtime()?.block_on(fut))
+    }
 }
 
-/// Runs `fut` to completion on the shared runtime, blocking this thread.
-///
-/// Must not be called from inside the runtime's own async context (tokio
-/// panics on nested `block_on`); async callers await the engine's futures
-/// directly instead.
+fn build(pid: u32) -> Result<Shared> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name("alkstore-pg")
+        .enable_all()
+        .build()
+        .map(|runtime| Shared { runtime, pid })
+        .map_err(|e| Error::database(None, format!("could not start the Postgres engine's runtime: {e}")))
+}
+
+/// This process's runtime (built on first use, also in a forked child).
+pub fn runtime() -> Result<&'static Runtime> {
+    Rt::current()?.runtime()
+}
+
+/// Runs `fut` to completion on this process's runtime, blocking this thread.
 pub fn block_on<F: Future>(fut: F) -> Result<F::Output> {
-    Ok(shared()?.runtime.block_on(fut))
+    Rt::current()?.block_on(fut)
 }
 
 #[cfg(test)]
@@ -87,15 +152,23 @@ mod tests {
     }
 
     #[test]
-    fn a_forked_child_is_refused() -> Result<()> {
-        assert_eq!(block_on(async { 7 })?, 7);
-        FAKE_PID.set(Some(std::process::id().wrapping_add(1)));
-        let refused = block_on(async { 7 });
-        let also = runtime().map(|_| ());
+    fn a_forked_child_is_refused_the_parents_runtime_but_gets_its_own() -> Result<()> {
+        let parents = Rt::current()?;
+        assert_eq!(parents.block_on(async { 7 })?, 7);
+        let real = std::process::id();
+        FAKE_PID.set(Some(real.wrapping_add(1)));
+        let refused = parents.block_on(async { 7 });
+        let also = parents.runtime().map(|_| ());
+        let childs = Rt::current();
+        let in_child = childs.and_then(|rt| rt.block_on(async { 8 }));
         FAKE_PID.set(None);
         assert_eq!(refused, Err(Error::database(None, FORKED_MESSAGE)));
         assert_eq!(also, Err(Error::database(None, FORKED_MESSAGE)));
-        assert_eq!(block_on(async { 8 })?, 8);
+        assert_eq!(in_child, Ok(8));
+        // Back in the "parent": its runtime still answers, and the next
+        // `current` is a runtime of this process again.
+        assert_eq!(parents.block_on(async { 9 })?, 9);
+        assert!(Rt::current()?.is_ours());
         Ok(())
     }
 }

@@ -134,11 +134,14 @@ impl Statements {
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
                    AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n)"
             ),
-            // worker_id, claimed_at and deadline stay: they describe the last
-            // claim. Only a retry that is ready at once wakes waiters; a
-            // delayed one is found through next_wake.
+            // A pending job holds no lease (SPEC §4.4): worker_id and deadline
+            // are cleared, claimed_at stays as the last claim's time, and the
+            // claim token alone fences off the old handle. Only a retry that
+            // is ready at once wakes waiters; a delayed one is found through
+            // next_wake.
             retry: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint WHERE {VALID} \
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} \
                  RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
@@ -150,9 +153,10 @@ impl Statements {
             heartbeat: format!(
                 "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"
             ),
+            // Cleared like a retry's; the claim token is not refunded.
             release: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1 \
-                 WHERE {VALID} RETURNING {notify}"
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} RETURNING {notify}"
             ),
             cancel: format!("DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text"),
             // One statement, one snapshot: a row moving to dead is seen in
@@ -250,7 +254,8 @@ impl Statements {
 /// queue, `$3` worker, and `$4` the bound when `limit` is `$4::bigint`.
 ///
 /// The exhaustion step and the claim are one statement, hence one
-/// transaction and one round trip. Their row sets are disjoint (budget
+/// transaction and one round trip. An exhausted row that is also past its
+/// expiry dies as 'expired', the reason a sweep at the same instant gives. Their row sets are disjoint (budget
 /// spent, budget left, or pending), so the CTEs never touch a row twice.
 /// SKIP LOCKED on both candidate scans: a row another claimer holds is
 /// someone else's, never waited for.
@@ -277,7 +282,9 @@ fn claim(s: &str, limit: &str) -> String {
                      FOR UPDATE SKIP LOCKED)) \
                    RETURNING *), \
                  buried AS ( \
-                   {into_dead} SELECT {DEAD_SELECT}, 'attempts exhausted', {DEAD_VALUES} FROM exhausted), \
+                   {into_dead} SELECT {DEAD_SELECT}, \
+                     CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
+                     {DEAD_VALUES} FROM exhausted), \
                  ready AS ( \
                    SELECT id, priority, run_at FROM {s}.jobs \
                    WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \

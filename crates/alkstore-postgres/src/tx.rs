@@ -6,25 +6,52 @@
 //! after a successful COMMIT/ROLLBACK, or — when the transaction is dropped
 //! unfinished — after a background ROLLBACK; a connection whose rollback
 //! failed is detached from the pool and closed instead.
-
+//!
+//! A caller statement must not end the transaction itself (`COMMIT`,
+//! `ROLLBACK`, `END`, `ABORT`, `… AND CHAIN`, `PREPARE TRANSACTION`): the
+//! SQLite engine refuses that, and so do we. Rather than parse the caller's
+//! SQL for every spelling, `BEGIN` sets a transaction-local marker setting
+//! and each caller statement is followed by a read of it, pipelined behind
+//! the statement (no extra round trip). The server resets the marker at the
+//! end of the transaction — also when `AND CHAIN` opens the next one at once
+//! — so a marker that no longer reads back means the statement ended it.
 use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use alkstore_core::{Error, Result, SqlRow, SqlValue, Tx};
+use alkstore_core::{Error, Redactor, Result, SqlRow, SqlValue, Tx};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::types::ToSql;
 
-use crate::error::{pg_error, Redactor};
+use crate::error::pg_error;
 use crate::params::{Cell, Param};
-use crate::runtime;
+use crate::runtime::Rt;
+
+/// The transaction-local setting that marks our transaction.
+const MARKER: &str = "alkstore.tx";
+
+/// Reads the marker back; NULL or '' once the transaction has ended.
+const READ_MARKER: &str = "SELECT current_setting('alkstore.tx', true)";
+
+/// Makes markers unique within the process (with the pid, across processes
+/// sharing a pooled server session is impossible, but cheap to rule out).
+static NEXT_MARKER: AtomicU64 = AtomicU64::new(1);
+
+/// Postgres's own SQLSTATE for `BEGIN` inside a transaction (active_sql_transaction),
+/// which it only reports as a warning.
+const ACTIVE_SQL_TRANSACTION: &str = "25001";
 
 /// An open caller transaction on one pooled connection.
 pub struct PgTx {
     conn: Option<Object>,
     engine_id: u64,
+    /// The runtime of the process that began it (and opened the store).
+    rt: Rt,
     redactor: Redactor,
     /// A statement failed: Postgres has aborted the transaction, so COMMIT
     /// would silently roll back. We refuse it instead.
     failed: bool,
+    /// This transaction's value of [`MARKER`].
+    marker: String,
 }
 
 impl std::fmt::Debug for PgTx {
@@ -34,9 +61,21 @@ impl std::fmt::Debug for PgTx {
 }
 
 impl PgTx {
-    /// Wraps a connection on which `BEGIN` already ran.
-    pub(crate) fn new(conn: Object, engine_id: u64, redactor: Redactor) -> Self {
-        PgTx { conn: Some(conn), engine_id, redactor, failed: false }
+    /// The statement that opens a caller transaction, marked with `marker`:
+    /// one simple-query round trip.
+    pub(crate) fn begin_sql(marker: &str) -> String {
+        format!("BEGIN; SELECT set_config('{MARKER}', '{marker}', true)")
+    }
+
+    /// A fresh marker for the next transaction (digits and '-' only, so it
+    /// is safe inside a string literal).
+    pub(crate) fn next_marker() -> String {
+        format!("{}-{}", std::process::id(), NEXT_MARKER.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Wraps a connection on which [`PgTx::begin_sql`] for `marker` already ran.
+    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, redactor: Redactor, marker: String) -> Self {
+        PgTx { conn: Some(conn), engine_id, rt, redactor, failed: false, marker }
     }
 
     /// Which engine began this transaction.
@@ -56,7 +95,7 @@ impl PgTx {
 
     fn run<T>(&mut self, f: impl AsyncFnOnce(&ClientWrapper) -> Result<T>) -> Result<T> {
         let client = self.client()?;
-        let r = runtime::block_on(f(client))?;
+        let r = self.rt.block_on(f(client))?;
         if r.is_err() {
             self.failed = true;
         }
@@ -66,8 +105,11 @@ impl PgTx {
     /// Ends the transaction with `sql` (COMMIT or ROLLBACK). The connection
     /// returns to the pool only if that worked; otherwise it is closed.
     fn finish(&mut self, sql: &'static str) -> Result<()> {
+        // Checked before the connection leaves `self`: in a forked child it
+        // must stay put, for `Drop` to leave it alone.
+        let rt = self.rt.runtime()?;
         let conn = self.conn.take().ok_or(Error::TransactionClosed)?;
-        let r = runtime::block_on(conn.batch_execute(sql))?;
+        let r = rt.block_on(conn.batch_execute(sql));
         match r {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -101,18 +143,96 @@ fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
 }
 
+/// Refuses `BEGIN` / `START TRANSACTION` before it runs. Inside a
+/// transaction Postgres only warns and carries on, so nothing on the server
+/// side would tell; SQLite fails the statement, and so do we, with the
+/// SQLSTATE Postgres gives the warning. The only keyword look at the
+/// caller's SQL: the ways to *end* a transaction are detected by the server.
+fn refuse_begin(sql: &str) -> Result<()> {
+    let word = first_keyword(sql);
+    if word.eq_ignore_ascii_case("BEGIN") || word.eq_ignore_ascii_case("START") {
+        return Err(Error::database(
+            Some(ACTIVE_SQL_TRANSACTION.to_owned()),
+            "there is already a transaction in progress: the transaction block began it",
+        ));
+    }
+    Ok(())
+}
+
+/// The first word of `sql` after whitespace and comments (`-- …` and nested `/* … */`).
+fn first_keyword(sql: &str) -> &str {
+    let mut rest = sql;
+    loop {
+        rest = rest.trim_start();
+        if let Some(after) = rest.strip_prefix("--") {
+            rest = after.split_once('\n').map_or("", |(_, tail)| tail);
+        } else if rest.starts_with("/*") {
+            let mut depth = 0usize;
+            let mut end = rest.len();
+            let bytes = rest.as_bytes();
+            let mut i = 0;
+            while i + 1 < bytes.len() {
+                match (bytes[i], bytes[i + 1]) {
+                    (b'/', b'*') => {
+                        depth += 1;
+                        i += 2;
+                    }
+                    (b'*', b'/') => {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            end = i;
+                            break;
+                        }
+                    }
+                    _ => i += 1,
+                }
+            }
+            rest = &rest[end..];
+        } else {
+            let len = rest.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(rest.len());
+            return &rest[..len];
+        }
+    }
+}
+
+/// Whether the transaction marked `marker` is still the open one, read on
+/// `c` right after the caller's statement.
+async fn still_open(c: &ClientWrapper, marker: &str) -> Result<()> {
+    let stmt = c.prepare_cached(READ_MARKER).await.map_err(|e| pg_error(&e))?;
+    let row = c.query_one(&stmt, &[]).await.map_err(|e| pg_error(&e))?;
+    let value: Option<String> = row.try_get(0).map_err(|e| pg_error(&e))?;
+    if value.as_deref() == Some(marker) {
+        Ok(())
+    } else {
+        Err(Error::ended_by_statement())
+    }
+}
+
 impl Tx for PgTx {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
+        refuse_begin(sql).inspect_err(|_| self.failed = true)?;
+        let marker = self.marker.clone();
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
-            c.execute(&stmt, &refs(&ps)).await.map_err(|e| pg_error(&e))
+            // Both requests go out before either reply is read, in this order.
+            let args = refs(&ps);
+            let (done, open) = tokio::join!(c.execute(&stmt, &args), still_open(c, &marker));
+            let n = done.map_err(|e| pg_error(&e))?;
+            open?;
+            Ok(n)
         })
     }
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
+        refuse_begin(sql).inspect_err(|_| self.failed = true)?;
+        let marker = self.marker.clone();
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
-            let rows = c.query(&stmt, &refs(&ps)).await.map_err(|e| pg_error(&e))?;
+            let args = refs(&ps);
+            let (rows, open) = tokio::join!(c.query(&stmt, &args), still_open(c, &marker));
+            let rows = rows.map_err(|e| pg_error(&e))?;
+            open?;
             let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
             rows.iter()
                 .map(|row| {
@@ -152,7 +272,7 @@ impl Drop for PgTx {
         // Never block in a destructor (it may run on the runtime itself):
         // roll back in the background and only then let the connection go
         // back to the pool.
-        match runtime::runtime() {
+        match self.rt.runtime() {
             Ok(rt) => {
                 rt.spawn(async move {
                     if conn.batch_execute("ROLLBACK").await.is_err() {
@@ -163,6 +283,34 @@ impl Drop for PgTx {
             // A forked child: the socket is the parent's and the runtime's
             // threads are gone. Touch neither; the parent still owns both.
             Err(_) => std::mem::forget(conn),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_keyword_skips_whitespace_and_comments() {
+        assert_eq!(first_keyword("  BEGIN"), "BEGIN");
+        assert_eq!(first_keyword("-- a\n-- b\n start transaction"), "start");
+        assert_eq!(first_keyword("/* a /* nested */ still */begin;"), "begin");
+        assert_eq!(first_keyword("SELECT 1"), "SELECT");
+        assert_eq!(first_keyword("/* unterminated"), "");
+        assert_eq!(first_keyword(""), "");
+    }
+
+    #[test]
+    fn begin_is_refused_with_the_servers_sqlstate() {
+        for sql in ["BEGIN", "begin isolation level serializable", "/**/START TRANSACTION"] {
+            match refuse_begin(sql) {
+                Err(Error::Database { code: Some(c), .. }) => assert_eq!(c, ACTIVE_SQL_TRANSACTION),
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+        for sql in ["BEGINNING", "SELECT 'BEGIN'", "COMMIT", "DO $$BEGIN NULL; END$$"] {
+            assert_eq!(refuse_begin(sql), Ok(()), "{sql}");
         }
     }
 }

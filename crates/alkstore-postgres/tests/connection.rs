@@ -141,6 +141,41 @@ fn bad_url_never_echoes_the_password() -> TestResult {
 }
 
 #[test]
+fn a_query_string_password_never_reaches_errors() -> TestResult {
+    for bad in [
+        "postgresql://bob@127.0.0.1:1/test?password=hunter2secret",
+        "postgresql://bob@127.0.0.1:1/test?connect_timeout=2&password=hunter2%73ecret",
+        "postgresql://bob@h/db?sslpassword=hunter2secret",
+        "postgresql://bob@h/db?PASSWORD=hunter2secret",
+    ] {
+        let e = alkstore_postgres::open(bad, &OpenOptions::default()).err().ok_or("must be refused")?;
+        let text = format!("{e} {e:?}");
+        assert!(!text.contains("hunter2secret") && !text.contains("hunter2%73ecret"), "{text}");
+        assert!(text.to_lowercase().contains("password=***"), "{text}");
+    }
+    Ok(())
+}
+
+#[test]
+fn a_query_string_password_never_reaches_debug() -> TestResult {
+    if raw_client().is_err() {
+        return Ok(());
+    }
+    // The test server trusts every local login, so any password is accepted.
+    let sep = if url().contains('?') { '&' } else { '?' };
+    let with_pw = format!("{}{sep}password=hunter2secret", url());
+    let schema = fresh_schema();
+    let options = OpenOptions { schema: schema.clone(), pool_size: 1, ..OpenOptions::default() };
+    let engine = alkstore_postgres::PgEngine::open(&with_pw, &options);
+    let drop_schema = admin(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"));
+    let engine = engine?;
+    drop_schema?;
+    let debug = format!("{engine:?}");
+    assert!(!debug.contains("hunter2secret") && debug.contains("password=***"), "{debug}");
+    Ok(())
+}
+
+#[test]
 fn password_never_reaches_debug_or_errors() -> TestResult {
     if raw_client().is_err() {
         return Ok(());

@@ -63,7 +63,8 @@ fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<bool> {
     conn.prepare_cached(sql::HAS_LAPSED).and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0))).db()
 }
 
-/// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'.
+/// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'
+/// (or 'expired' when also past their expiry, as a sweep would).
 /// Usually matches nothing, and then the DELETE is skipped.
 fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
     let moved = conn.prepare_cached(sql::EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;

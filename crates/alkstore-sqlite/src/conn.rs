@@ -23,6 +23,7 @@ use rusqlite::Connection;
 
 use crate::error::DbResult;
 use crate::sql;
+use crate::wal::WalBound;
 
 /// A connection slot: `None` once the handle is closed.
 pub(crate) type Slot = Arc<Mutex<Option<Connection>>>;
@@ -40,22 +41,30 @@ pub(crate) struct Conns {
     reader: Slot,
     /// Set once by `close`; shared with caller transactions.
     pub(crate) closed: Arc<AtomicBool>,
+    /// Keeps the WAL file bounded; checked after the writer's ops.
+    wal: WalBound,
 }
 
 impl Conns {
     /// Wraps freshly opened connections.
-    pub(crate) fn new(writer: Connection, reader: Connection) -> Self {
+    pub(crate) fn new(writer: Connection, reader: Connection, wal: WalBound) -> Self {
         Conns {
             writer: Arc::new(Mutex::new(Some(writer))),
             reader: Arc::new(Mutex::new(Some(reader))),
             closed: Arc::new(AtomicBool::new(false)),
+            wal,
         }
     }
 
-    /// Runs `f` on the writer, holding it for the duration.
+    /// Runs `f` on the writer, holding it for the duration; afterwards,
+    /// still holding it, lets the WAL watch look at the file (`wal.rs`).
     #[inline]
     pub(crate) fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-        with_slot(&self.writer, &self.closed, f)
+        with_slot(&self.writer, &self.closed, |c| {
+            let r = f(c);
+            self.wal.after_write(c);
+            r
+        })
     }
 
     /// Runs `f` on the reader.

@@ -42,6 +42,7 @@ mod streams;
 mod sweep;
 mod tx;
 mod wake;
+mod wal;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
 

@@ -9,11 +9,14 @@ use crate::error::DbResult;
 
 /// The migrations this build knows, in order. Never edit a released one: add
 /// the next number instead.
-const MIGRATIONS: &[(i64, &str)] =
-    &[(1, include_str!("migrations/0001_init.sql")), (2, include_str!("migrations/0002_locks_schedules_streams.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("migrations/0001_init.sql")),
+    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
+    (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
+];
 
 /// The schema version this build writes.
-pub(crate) const SCHEMA_VERSION: i64 = 2;
+pub(crate) const SCHEMA_VERSION: i64 = 3;
 
 const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
 const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
@@ -45,6 +48,29 @@ pub(crate) fn migrate(conn: &Connection) -> Result<()> {
         c.execute(WRITE_VERSION, [SCHEMA_VERSION.to_string()]).db()?;
         Ok(())
     })
+}
+
+/// For `must_exist` opens: the file must already be a store of exactly this
+/// build's schema version. Reads only, so a file that is not a store — or one
+/// that a write would have to upgrade — is left as it was.
+pub(crate) fn check_existing(conn: &Connection) -> Result<()> {
+    let Some(v) = read_version(conn)? else {
+        return Err(Error::database(
+            None,
+            "not an alkstore store: the file has no alkstore tables (nothing was written to it)",
+        ));
+    };
+    refuse_newer(v)?;
+    if v < SCHEMA_VERSION {
+        return Err(Error::database(
+            None,
+            format!(
+                "the store has schema version {v} and this alkstore writes {SCHEMA_VERSION}: open it once with \
+                 alkstore.open() (a worker does) to upgrade it; this command writes nothing"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn read_version(conn: &Connection) -> Result<Option<i64>> {
@@ -84,6 +110,36 @@ mod tests {
             assert_eq!(*n, i as i64 + 1);
         }
         assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(SCHEMA_VERSION));
+    }
+
+    /// id, worker_id, deadline, claimed_at.
+    type LeaseRow = (i64, Option<String>, Option<i64>, Option<i64>);
+
+    /// A file of schema version 2, as that build made it: its migrations,
+    /// its version row, and a pending row its retry left holding a lease.
+    #[test]
+    fn version_2_pending_rows_lose_their_stale_lease() -> Result<()> {
+        let conn = Connection::open_in_memory().db()?;
+        conn.execute_batch(CREATE_META).db()?;
+        for (_, sql) in &MIGRATIONS[..2] {
+            conn.execute_batch(sql).db()?;
+        }
+        conn.execute(WRITE_VERSION, ["2"]).db()?;
+        conn.execute_batch(
+            "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
+             (1, 'q', 'pending', '{}', 0, 1, 3, 1, 30, 5, 100, 200, 150, 180, 'w'), \
+             (2, 'q', 'processing', '{}', 0, 1, 3, 1, 30, 5, 100, 100, 150, 180, 'w');",
+        )
+        .db()?;
+        migrate(&conn)?;
+        let rows: Vec<LeaseRow> = conn
+            .prepare("SELECT id, worker_id, deadline, claimed_at FROM __alkstore_jobs ORDER BY id")
+            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
+            .db()?;
+        assert_eq!(rows, vec![(1, None, None, Some(150)), (2, Some("w".into()), Some(180), Some(150))]);
+        assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
+        Ok(())
     }
 
     #[test]

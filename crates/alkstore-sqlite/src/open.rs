@@ -9,6 +9,7 @@ use rusqlite::{Connection, OpenFlags, MAIN_DB};
 use crate::conn::Conns;
 use crate::error::{at_open, DbResult};
 use crate::migrate;
+use crate::wal::{self, WalBound};
 
 /// How many prepared statements each connection keeps. The engine has about
 /// twenty hot statements; the default of 16 would evict some of them.
@@ -22,13 +23,20 @@ enum Role {
 }
 
 /// Opens the writer (creating and migrating the file) and the reader.
+/// With `must_exist`, nothing is created or migrated and the journal mode is
+/// left as found: a file that is not a current store is refused unchanged.
 pub(crate) fn open_conns(path: &str, options: &OpenOptions) -> Result<Conns> {
     let inner = || -> Result<Conns> {
         let writer = connect(path, options, Role::Writer)?;
-        migrate::migrate(&writer)?;
+        if options.must_exist {
+            migrate::check_existing(&writer)?;
+        } else {
+            migrate::migrate(&writer)?;
+        }
         // The reader opens after the migration so it never sees a half-made file.
         let reader = connect(path, options, Role::Reader)?;
-        Ok(Conns::new(writer, reader))
+        let wal = WalBound::new(&writer, Duration::from_millis(options.busy_timeout_ms));
+        Ok(Conns::new(writer, reader, wal))
     };
     inner().map_err(|e| at_open(path, e))
 }
@@ -38,7 +46,7 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // per-connection mutex would only add cost. No URI flag: a path is a path,
     // even if it contains '?'.
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if role == Role::Writer {
+    if role == Role::Writer && !options.must_exist {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).db()?;
@@ -60,8 +68,11 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // journal_mode=WAL: readers never block the writer and a commit is one
     // append, which is what makes per-op claim + ack fast. It is also the
     // first statement that reads the file, so a non-SQLite file fails here.
-    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).db()?;
-    if !mode.eq_ignore_ascii_case("wal") {
+    // Switching is a write to the file, which `must_exist` never does: a
+    // store is in WAL already, and anything else is refused by the caller's
+    // first read (`migrate::check_existing`).
+    let stayed = if options.must_exist { None } else { switch_to_wal(&conn)? };
+    if let Some(mode) = stayed {
         return Err(Error::database(
             None,
             format!("could not switch the file to WAL journal mode (it stayed in {mode:?})"),
@@ -74,10 +85,21 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // foreign_keys=ON: the engine's tables use none, but the caller's own
     // tables in the same file (SPEC §6 transactions) get the checks they expect.
     conn.pragma_update(None, "foreign_keys", "ON").db()?;
+    if role == Role::Writer {
+        // journal_size_limit: a WAL that starts over is cut back to a bounded
+        // size. It acts on the connection that writes and checkpoints.
+        wal::configure(&conn)?;
+    }
     if role == Role::Reader {
         // query_only: the reader must never write, even by a bug.
         conn.pragma_update(None, "query_only", "ON").db()?;
     }
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
+}
+
+/// Switches to WAL; the mode the file stayed in when it did not switch.
+fn switch_to_wal(conn: &Connection) -> Result<Option<String>> {
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).db()?;
+    Ok((!mode.eq_ignore_ascii_case("wal")).then_some(mode))
 }

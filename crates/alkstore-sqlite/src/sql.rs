@@ -71,8 +71,14 @@ macro_rules! exhausted {
     };
 }
 
-/// Claim step 1: exhausted lapsed rows to dead.
-pub const EXHAUST_MOVE: &str = live_to_dead!("'attempts exhausted'", "?2", exhausted!());
+/// Claim step 1: exhausted lapsed rows to dead, as 'attempts exhausted' —
+/// or as 'expired' when the row is also past its expiry, the reason a sweep
+/// at the same instant would give it ([`SWEEP_MOVE`]).
+pub const EXHAUST_MOVE: &str = live_to_dead!(
+    "CASE WHEN expires_at IS NOT NULL AND expires_at <= ?2 THEN 'expired' ELSE 'attempts exhausted' END",
+    "?2",
+    exhausted!()
+);
 /// Claim step 1, second half: the same rows leave the live table.
 pub const EXHAUST_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", exhausted!());
 
@@ -196,10 +202,15 @@ macro_rules! valid_bound_now {
 /// `ack`: a valid handle's row is deleted.
 pub const ACK: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!());
 
-/// `retry` under budget: back to pending after `?5` seconds. worker_id,
-/// claimed_at and deadline stay as last-claim history.
-pub const RETRY: &str =
-    concat!("UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5 WHERE ", valid_sql_now!());
+/// `retry` under budget: back to pending after `?5` seconds. A pending job
+/// holds no lease (SPEC §4.4): worker_id and deadline are cleared, while
+/// claimed_at stays as the last claim's time. The claim token stays too, and
+/// it alone fences off the old handle.
+pub const RETRY: &str = concat!(
+    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5, worker_id = NULL, \
+     deadline = NULL WHERE ",
+    valid_sql_now!()
+);
 
 /// `heartbeat`: an absolute reset, `deadline = now + ?5`; a lapsed lease fails
 /// the predicate, so a late heartbeat never steals the job back.
@@ -209,11 +220,12 @@ pub const HEARTBEAT: &str = concat!(
     " RETURNING deadline"
 );
 
-/// `release`: pending now with the attempt refunded; the claim token is not
-/// refunded, so this handle stays fenced off.
+/// `release`: pending now with the attempt refunded and the lease cleared
+/// as by [`RETRY`]; the claim token is not refunded, so this handle stays
+/// fenced off.
 pub const RELEASE_JOB: &str = concat!(
-    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4, attempts = attempts - 1 \
-     WHERE ",
+    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4, attempts = attempts - 1, \
+     worker_id = NULL, deadline = NULL WHERE ",
     valid_sql_now!()
 );
 

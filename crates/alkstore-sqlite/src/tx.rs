@@ -164,9 +164,7 @@ impl Drop for SqliteTx {
 /// `ROLLBACK`, `END`): the work so far is no longer atomic with what follows.
 fn still_open(conn: &Connection) -> Result<()> {
     if conn.is_autocommit() {
-        return Err(Error::Transaction(
-            "the statement ended the transaction; commit or roll back by leaving the transaction block".into(),
-        ));
+        return Err(Error::ended_by_statement());
     }
     Ok(())
 }

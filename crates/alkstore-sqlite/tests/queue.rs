@@ -155,7 +155,9 @@ fn retry_goes_back_to_pending_then_dead_at_budget() -> Result<()> {
     assert_eq!(row.state, JobState::Pending);
     // Attempt 1 with base 1000: the curve draws from [500, 1000].
     assert!((now + 500..=now + 1001).contains(&row.run_at), "run_at {} now {now}", row.run_at);
-    assert_eq!(row.worker_id.as_deref(), Some("w"), "last-claim history kept");
+    // A pending job holds no lease (SPEC §4.4); claimed_at keeps the last claim.
+    assert_eq!((row.worker_id.as_deref(), row.deadline), (None, None));
+    assert_eq!(row.claimed_at, Some(a.claimed_at));
     assert_eq!(row.last_error, None);
     assert!(!f.engine.retry(None, &a, "again", Some(0))?, "a handle is good for one op");
     assert!(f.one("q", "w")?.is_none());
@@ -215,6 +217,7 @@ fn release_refunds_the_attempt_not_the_token() -> Result<()> {
     assert!(!f.engine.release(&a)?);
     let row = f.engine.get_job(None, "q", id)?.unwrap();
     assert_eq!((row.state, row.attempts), (JobState::Pending, 0));
+    assert_eq!((row.worker_id.as_deref(), row.deadline, row.claimed_at), (None, None, Some(a.claimed_at)));
     let b = f.one("q", "w")?.unwrap();
     assert_eq!((b.attempts, b.claim_token), (1, 2));
     assert_eq!(f.engine.ack(None, &[&a])?, 0, "the released handle stays fenced");

@@ -34,13 +34,22 @@ def sqlite_path(target: str) -> str | None:
 
 
 def open_existing(target: str, schema: str | None = None) -> Store:
-    """Opens ``target``; a SQLite file must already exist (a typo must not make a new one)."""
+    """Opens the store ``target`` names, which must already exist.
+
+    A typo must not make a new store, and inspecting a file or a database must
+    not change it: a missing SQLite file is refused here, and the private
+    ``_must_exist`` option makes the engine refuse — without writing anything
+    (no tables, no schema, no migration, no journal-mode switch) — a file or
+    schema that is not already a store of this alkstore's schema version.
+    """
     path = sqlite_path(target)
     if path is not None and not os.path.exists(path):
         raise CliError(f"no such file: {path}")
     if path is not None and os.path.isdir(path):
         raise CliError(f"is a directory, not a SQLite file: {path}")
-    options: dict[str, Any] = {} if schema is None else {"schema": schema}
+    options: dict[str, Any] = {"_must_exist": True}
+    if schema is not None:
+        options["schema"] = schema
     return alkstore.open(target, **options)
 
 
