@@ -48,6 +48,20 @@ pub fn fresh_schema() -> String {
     format!("alk_t_{:016x}", rand::thread_rng().gen::<u64>())
 }
 
+/// Whether a server answers. When none does, an error under
+/// `ALKSTORE_REQUIRE_POSTGRES=1` (so CI fails instead of passing a test
+/// that ran nothing), else `false` with a message saying the test skipped.
+pub fn postgres_answers() -> Result<bool, Box<dyn std::error::Error>> {
+    match raw_client() {
+        Ok(_) => Ok(true),
+        Err(e) if std::env::var("ALKSTORE_REQUIRE_POSTGRES").as_deref() == Ok("1") => Err(e),
+        Err(e) => {
+            eprintln!("skipped: no Postgres at ALKSTORE_TEST_DATABASE_URL ({e})");
+            Ok(false)
+        }
+    }
+}
+
 impl TestDb {
     /// None (with a message) when no server answers and it is not required.
     pub fn new() -> Result<Option<Self>, Box<dyn std::error::Error>> {
@@ -56,11 +70,7 @@ impl TestDb {
 
     /// Like `new` with a given pool size.
     pub fn with_pool(pool_size: usize) -> Result<Option<Self>, Box<dyn std::error::Error>> {
-        if let Err(e) = raw_client() {
-            if std::env::var("ALKSTORE_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                return Err(e);
-            }
-            eprintln!("skipped: no Postgres at ALKSTORE_TEST_DATABASE_URL ({e})");
+        if !postgres_answers()? {
             return Ok(None);
         }
         let schema = fresh_schema();
