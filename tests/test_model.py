@@ -172,8 +172,10 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                 job = self.q.get_job(i)
                 assert job is not None
                 if job.state == "dead":
-                    assert job.last_error == "attempts exhausted"
-                    self.to_dead(self.jobs[i], "attempts exhausted")
+                    # Past its expiry it dies as a sweep would record it (issue 11, item 15).
+                    why = "expired" if self.jobs[i].expired(self.t) else "attempts exhausted"
+                    assert job.last_error == why
+                    self.to_dead(self.jobs[i], why)
                 else:
                     assert job.state == "processing"
                     assert len(ids) == n or self.jobs[i].expired(self.t), (
