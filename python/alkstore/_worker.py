@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from alkstore._core import Queue, StopToken, Store
+from alkstore._core import _MAX_NAME_CHARS, Queue, StopToken, Store, _validate_name
 from alkstore._dispatch import Handler, Run
-from alkstore._errors import InvalidName, StoreClosed
+from alkstore._errors import StoreClosed
 from alkstore._signals import handling
 from alkstore._tally import Tally, WorkerCounts
 
@@ -34,33 +34,20 @@ __all__ = ["Worker", "WorkerCounts"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_MAX_NAME = 200
-_RESERVED = "__alkstore"
-
 
 def default_worker_id() -> str:
     """``"<hostname>-<pid>"``, the hostname cut so the id stays a valid name."""
     pid = str(os.getpid())
     host = socket.gethostname() or "host"
-    return f"{host[: _MAX_NAME - len(pid) - 1]}-{pid}"
+    return f"{host[: _MAX_NAME_CHARS - len(pid) - 1]}-{pid}"
 
 
 def _check_worker_id(worker_id: object) -> str:
-    # The engine checks worker names at every claim; checking here too
-    # reports a bad id at construction rather than at the first claim.
+    # The core checks worker names at every claim; asking it here too reports
+    # a bad id at construction rather than at the first claim, in its words.
     if not isinstance(worker_id, str):
         raise TypeError(f"worker_id must be a str or None, got {type(worker_id).__name__}")
-    reason = None
-    if not worker_id:
-        reason = "must not be empty"
-    elif len(worker_id) > _MAX_NAME:
-        reason = f"must be at most {_MAX_NAME} characters"
-    elif "\0" in worker_id:
-        reason = "must not contain NUL"
-    elif worker_id.startswith(_RESERVED):
-        reason = f"the prefix {_RESERVED!r} is reserved"
-    if reason is not None:
-        raise InvalidName(f"invalid worker name: {reason}")
+    _validate_name("worker", worker_id)
     return worker_id
 
 

@@ -32,6 +32,12 @@ pub fn outbox_queue(outbox: &str) -> String {
     format!("{RESERVED_PREFIX}_outbox:{outbox}")
 }
 
+/// The outbox whose backing queue is `queue`, or None for any other queue:
+/// the inverse of [`outbox_queue`], for surfaces that list queues by name.
+pub fn outbox_of(queue: &str) -> Option<&str> {
+    queue.strip_prefix(outbox_queue("").as_str())
+}
+
 /// The leadership lock of the schedule runner.
 pub const SCHEDULER_LOCK: &str = "__alkstore_scheduler";
 
@@ -49,5 +55,14 @@ mod tests {
         assert!(validate_name("queue", "__alkstore_x").is_err());
         assert!(validate_name("queue", &outbox_queue("hooks")).is_err());
         assert!(validate_name("queue", SCHEDULER_LOCK).is_err());
+    }
+
+    #[test]
+    fn outbox_of_inverts_outbox_queue() {
+        assert_eq!(outbox_of(&outbox_queue("hooks")), Some("hooks"));
+        assert_eq!(outbox_of(&outbox_queue("")), Some(""));
+        assert_eq!(outbox_of("hooks"), None);
+        assert_eq!(outbox_of(SCHEDULER_LOCK), None);
+        assert_eq!(outbox_of("x__alkstore_outbox:hooks"), None);
     }
 }

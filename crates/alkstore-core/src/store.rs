@@ -4,6 +4,7 @@
 //! byte reaches storage: the store is open, the calling thread is not inside
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
+use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
@@ -21,6 +22,23 @@ use crate::wake::WakeHub;
 
 /// The most jobs one `claim_batch` may take, and the most `dead_jobs` rows.
 pub const MAX_BATCH: usize = 1000;
+
+/// A batch or page size (`n`, `limit`, `batch`): `n` when it lies in
+/// `1..=MAX_BATCH`, else a ValueError naming `what`.
+///
+/// Generic over the integer so a binding can hand over its own: a Python int
+/// may be wider than any Rust one, and the message shows it as the caller wrote it.
+pub fn batch_size<N: TryInto<usize> + Display + Copy>(what: &str, n: N) -> Result<usize> {
+    count_in(what, n, MAX_BATCH)
+}
+
+/// `n` when it lies in `1..=max`, else a ValueError naming `what`.
+pub(crate) fn count_in<N: TryInto<usize> + Display + Copy>(what: &str, n: N, max: usize) -> Result<usize> {
+    match n.try_into() {
+        Ok(v) if (1..=max).contains(&v) => Ok(v),
+        _ => Err(Error::Value(format!("{what} must be between 1 and {max}, got {n}"))),
+    }
+}
 
 /// An open store over one engine.
 pub struct Store {
@@ -205,9 +223,7 @@ impl Store {
     /// `claim` / `claim_batch` without waiting.
     pub fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         validate_name("worker", worker_id)?;
-        if n == 0 || n > MAX_BATCH {
-            return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
-        }
+        batch_size("n", n)?;
         self.enter(None)?;
         self.engine.claim(queue, worker_id, n)
     }
@@ -219,9 +235,7 @@ impl Store {
             check_wait("timeout", t)?;
         }
         validate_name("worker", worker_id)?;
-        if n == 0 || n > MAX_BATCH {
-            return Err(Error::Value(format!("n must be between 1 and {MAX_BATCH}, got {n}")));
-        }
+        batch_size("n", n)?;
         self.enter(None)?;
         // A stopped caller gets nothing, even from a one-look claim (see `wait_for`).
         if spec.stopped() {
@@ -290,9 +304,7 @@ impl Store {
 
     /// `q.dead_jobs`.
     pub fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        if limit == 0 || limit > MAX_BATCH {
-            return Err(Error::Value(format!("limit must be between 1 and {MAX_BATCH}, got {limit}")));
-        }
+        batch_size("limit", limit)?;
         self.enter(None)?;
         self.engine.dead_jobs(queue, limit, before_id)
     }
@@ -305,9 +317,7 @@ impl Store {
 
     /// `q.live_jobs`: pending and processing rows, newest first.
     pub fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        if limit == 0 || limit > MAX_BATCH {
-            return Err(Error::Value(format!("limit must be between 1 and {MAX_BATCH}, got {limit}")));
-        }
+        batch_size("limit", limit)?;
         self.enter(None)?;
         self.engine.live_jobs(queue, limit, before_id)
     }
@@ -423,5 +433,41 @@ impl TxSession {
 impl Drop for TxSession {
     fn drop(&mut self) {
         let _ = self.rollback();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caller's integer no Rust integer holds, shown as written.
+    #[derive(Clone, Copy)]
+    struct Wide(&'static str);
+
+    impl std::fmt::Display for Wide {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl TryFrom<Wide> for usize {
+        type Error = ();
+
+        fn try_from(_: Wide) -> std::result::Result<usize, ()> {
+            Err(())
+        }
+    }
+
+    #[test]
+    fn batch_sizes_are_one_to_max_batch() -> Result<()> {
+        assert_eq!(batch_size("n", 1_i64)?, 1);
+        assert_eq!(batch_size("n", MAX_BATCH)?, MAX_BATCH);
+        for bad in [0_i64, -1, MAX_BATCH as i64 + 1, i64::MIN, i64::MAX] {
+            let e = batch_size("batch", bad).unwrap_err();
+            assert_eq!(e, Error::Value(format!("batch must be between 1 and {MAX_BATCH}, got {bad}")));
+        }
+        let e = batch_size("limit", Wide("18446744073709551616")).unwrap_err();
+        assert_eq!(e, Error::Value("limit must be between 1 and 1000, got 18446744073709551616".into()));
+        Ok(())
     }
 }

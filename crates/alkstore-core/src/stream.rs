@@ -5,14 +5,23 @@
 //! payload size, offset ranges and the transaction rules are decided here so
 //! both engines refuse the same input the same way.
 
+use std::fmt::Display;
+
 use crate::error::{Error, Result};
 use crate::names::validate_name;
 use crate::ops::Event;
-use crate::store::{Store, TxSession};
+use crate::store::{count_in, Store, TxSession};
 use crate::waiting::WaitSpec;
 
 /// The most events one `read` (or one subscription fetch) returns.
 pub const MAX_READ: usize = 1000;
+
+/// A read size (`limit`, a subscription's `batch`): `n` when it lies in
+/// `1..=MAX_READ`, else a ValueError naming `what`. Generic for the same
+/// reason as [`crate::store::batch_size`].
+pub fn read_limit<N: TryInto<usize> + Display + Copy>(what: &str, n: N) -> Result<usize> {
+    count_in(what, n, MAX_READ)
+}
 
 impl Store {
     /// `stream.publish`: appends one event; returns its offset.
@@ -79,9 +88,7 @@ impl Store {
 fn check_read(stream: &str, after: i64, limit: usize) -> Result<()> {
     validate_name("stream", stream)?;
     check_offset("after", after)?;
-    if limit == 0 || limit > MAX_READ {
-        return Err(Error::Value(format!("limit must be between 1 and {MAX_READ}, got {limit}")));
-    }
+    read_limit("limit", limit)?;
     Ok(())
 }
 
@@ -107,5 +114,13 @@ mod tests {
         assert!(matches!(check_read("__alkstore_x", 0, 10), Err(Error::InvalidName { .. })));
         assert!(check_offset("offset", 0).is_ok());
         assert!(check_offset("offset", -1).is_err());
+    }
+
+    #[test]
+    fn read_limits_are_one_to_max_read() -> Result<()> {
+        assert_eq!(read_limit("limit", MAX_READ as i64)?, MAX_READ);
+        let e = read_limit("batch", 0_i64).unwrap_err();
+        assert_eq!(e, Error::Value(format!("batch must be between 1 and {MAX_READ}, got 0")));
+        Ok(())
     }
 }

@@ -1,12 +1,12 @@
 //! Argument conversion: Python numbers, `timedelta`s and `datetime`s to the
 //! whole seconds the core speaks, and Unix seconds back to aware datetimes.
-//! Range rules live in the core (`alkstore_core::duration`, ADR 0011); this
-//! only checks types, and names the argument in every error.
+//! Range rules live in the core (`alkstore_core::duration`, ADR 0011, and the
+//! count rules of `store` and `stream`); this only checks types, and names the
+//! argument in every error.
 
 use std::ops::RangeInclusive;
 
 use alkstore_core::duration;
-use alkstore_core::store::MAX_BATCH;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -88,9 +88,25 @@ fn out_of_range(what: &str, range: &RangeInclusive<i64>, got: impl std::fmt::Dis
     PyValueError::new_err(format!("{what} {rule}, got {got}"))
 }
 
-/// `1 <= n <= MAX_BATCH` (1000): a batch or page size, else a ValueError naming `what`.
-pub fn batch_size(n: &Int, what: &str) -> PyResult<usize> {
-    Ok(n.within(what, 1..=MAX_BATCH as i64)? as usize)
+/// Shows the int as the caller wrote it, also when it is wider than 64 bits.
+impl std::fmt::Display for Int {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Ok(v) => v.fmt(f),
+            Err(repr) => f.write_str(repr),
+        }
+    }
+}
+
+/// Lets the core's count rules (`alkstore_core::store::batch_size`,
+/// `alkstore_core::stream::read_limit`) take an `Int` as it is: the rule and
+/// its message are the core's, for ints of any width.
+impl TryFrom<&Int> for usize {
+    type Error = ();
+
+    fn try_from(n: &Int) -> Result<usize, ()> {
+        n.0.as_ref().ok().and_then(|v| usize::try_from(*v).ok()).ok_or(())
+    }
 }
 
 /// An int (not bool) named `what` in errors, in the signed 64-bit range.

@@ -33,7 +33,9 @@ pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
 
 fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<()> {
     if depth > MAX_DEPTH {
-        return Err(PyValueError::new_err("payload nests deeper than 500 levels (or contains a cycle)"));
+        return Err(PyValueError::new_err(format!(
+            "payload nests deeper than {MAX_DEPTH} levels (or contains a cycle)"
+        )));
     }
     if obj.is_none() {
         out.push_str("null");

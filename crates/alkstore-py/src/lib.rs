@@ -13,6 +13,7 @@ mod iter;
 mod json;
 mod lock;
 mod queue;
+mod rules;
 mod schedule;
 mod stop;
 mod store;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<event::Event>()?;
     m.add_class::<subscription::Subscription>()?;
+    rules::add(m)?;
     // Waiting threads must stop re-attaching before the interpreter finalizes.
     m.py().import("atexit")?.call_method1("register", (wrap_pyfunction!(exit::at_exit, m)?,))?;
     Ok(())

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use alkstore_core::store::batch_size;
 use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::convert::{batch_size, instant, int_in, integer, items, opt_duration, Int};
+use crate::convert::{instant, int_in, integer, items, opt_duration, Int};
 use crate::errors::IntoPyResult;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
@@ -86,7 +87,7 @@ impl Queue {
         stop: Option<&Bound<'_, StopToken>>,
         cancel: Option<&Bound<'_, StopToken>>,
     ) -> PyResult<Vec<JobHandle>> {
-        let n = batch_size(n, "n")?;
+        let n = batch_size("n", n).py()?;
         let cancel = cancel.map(|c| &c.get().inner);
         let stops: Vec<&CoreStop> = stop.map(|s| &s.get().inner).into_iter().chain(cancel).collect();
         let claimed = blocking(py, timeout, &stops, |spec| {
@@ -104,7 +105,7 @@ impl Queue {
         single: bool,
     ) -> PyResult<Py<PyAny>> {
         // Checked here, so a bad `n` raises at the call, not in the awaiting task.
-        let n = batch_size(n, "n")?;
+        let n = batch_size("n", n).py()?;
         // Checked here, on the awaiting thread: the claim's own thread holds no transaction.
         slf.get().store.check_caller().py()?;
         // Forwarded as seconds, or None for "forever".
@@ -186,7 +187,7 @@ impl Queue {
         Ok(self.claim_n(py, worker_id, &Int::new(1), timeout.0, stop, None)?.pop())
     }
 
-    /// Claims up to `n` (1..=1000) jobs, returning as soon as any is claimable.
+    /// Claims up to `n` (1..=`MAX_BATCH`, 1000) jobs, returning as soon as any is claimable.
     #[pyo3(signature = (worker_id, n, *, timeout=ClaimTimeout::default(), stop=None))]
     #[pyo3(text_signature = "(self, worker_id, n, *, timeout=0, stop=None)")]
     fn claim_batch(
@@ -235,7 +236,7 @@ impl Queue {
     #[pyo3(signature = (worker_id, *, stop=None, batch=Int::new(1)))]
     #[pyo3(text_signature = "(self, worker_id, *, stop=None, batch=1)")]
     fn jobs(&self, worker_id: &str, stop: Option<&Bound<'_, StopToken>>, batch: Int) -> PyResult<JobIterator> {
-        let batch = batch_size(&batch, "batch")?;
+        let batch = batch_size("batch", &batch).py()?;
         alkstore_core::validate_name("worker", worker_id).py()?;
         Ok(JobIterator::new(self.store.clone(), self.name.clone(), worker_id.to_owned(), batch, stop))
     }
@@ -295,7 +296,7 @@ impl Queue {
     /// Dead jobs, newest first; `before_id` pages.
     #[pyo3(signature = (limit=Int::new(100), before_id=None), text_signature = "(self, limit=100, before_id=None)")]
     fn dead_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
-        let limit = batch_size(&limit, "limit")?;
+        let limit = batch_size("limit", &limit).py()?;
         let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
         let rows = py.detach(|| self.store.dead_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))
@@ -304,7 +305,7 @@ impl Queue {
     /// Pending and processing jobs, newest first; `before_id` pages (ADR 0007).
     #[pyo3(signature = (limit=Int::new(100), before_id=None), text_signature = "(self, limit=100, before_id=None)")]
     fn live_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
-        let limit = batch_size(&limit, "limit")?;
+        let limit = batch_size("limit", &limit).py()?;
         let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
         let rows = py.detach(|| self.store.live_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))

@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use alkstore_core::stream::{read_limit, MAX_READ};
 use alkstore_core::Store as CoreStore;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::convert::{batch_size, Int};
+use crate::convert::Int;
 use crate::errors::IntoPyResult;
 use crate::event::Event;
 use crate::json;
@@ -48,9 +49,10 @@ impl Stream {
         run(py, &self.store, tx, |t| self.store.publish(t, &self.name, key, &payload))
     }
 
-    /// Events with an offset above `after`, ascending, at most `limit` (1..=1000).
-    // The text signature spells the defaults out (pyo3 shows a newtype's as `...`).
-    #[pyo3(signature = (after=Int::new(0), limit=Int::new(1000), tx=None), text_signature = "($self, after=0, limit=1000, tx=None)")]
+    /// Events with an offset above `after`, ascending, at most `limit` (1..=`MAX_READ`, 1000).
+    // The text signature spells the defaults out (pyo3 shows a newtype's as
+    // `...`); it must be a literal, so tests/test_rules.py pins its 1000 to MAX_READ.
+    #[pyo3(signature = (after=Int::new(0), limit=Int::new(MAX_READ as i64), tx=None), text_signature = "($self, after=0, limit=1000, tx=None)")]
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -58,7 +60,7 @@ impl Stream {
         limit: Int,
         tx: Option<&Bound<'py, Transaction>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let limit = batch_size(&limit, "limit")?;
+        let limit = read_limit("limit", &limit).py()?;
         let after = after.get("after")?;
         let events = run(py, &self.store, tx, |t| self.store.read(t, &self.name, after, limit))?;
         PyList::new(py, events.into_iter().map(Event::from))
@@ -88,7 +90,7 @@ impl Stream {
     /// is saved when the next one is asked for, or when `stop` ends the loop.
     #[pyo3(signature = (consumer, *, stop=None, batch=Int::new(100)), text_signature = "($self, consumer, *, stop=None, batch=100)")]
     fn subscribe(&self, consumer: &str, stop: Option<&Bound<'_, StopToken>>, batch: Int) -> PyResult<Subscription> {
-        let batch = batch_size(&batch, "batch")?;
+        let batch = read_limit("batch", &batch).py()?;
         alkstore_core::validate_name("consumer", consumer).py()?;
         Ok(Subscription::new(self.store.clone(), self.name.clone(), consumer.to_owned(), batch, stop))
     }

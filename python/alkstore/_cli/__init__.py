@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from alkstore._cli._target import CliError
+from alkstore._core import _MAX_BATCH, _batch_size
 from alkstore._errors import AlkstoreError
 
 __all__ = ["main"]
@@ -26,9 +27,11 @@ def _limit(text: str) -> int:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not 1 <= n <= 1000:
-        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {n}")
-    return n
+    try:
+        # The core's page-size rule, checked here so a bad --limit is a usage error.
+        return _batch_size("limit", n)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _positive_int(text: str) -> int:
@@ -92,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dead", action="store_true", help="list dead jobs (with last_error) instead of live ones"
     )
     jobs.add_argument(
-        "--limit", type=_limit, default=50, help="how many jobs, newest first (1-1000, default 50)"
+        "--limit", type=_limit, default=50, help=f"how many jobs, newest first (1-{_MAX_BATCH}, default 50)"
     )
 
     sweep = commands.add_parser("sweep", help="move a queue's expired jobs to dead, purge old dead jobs")

@@ -6,12 +6,9 @@ import os
 from typing import Any
 
 import alkstore
-from alkstore._core import Queue, Store
+from alkstore._core import Queue, Store, _outbox_of, _parse_target
 
-__all__ = ["OUTBOX_PREFIX", "CliError", "open_existing", "queue_view"]
-
-#: Backing queues of outboxes (SPEC §7); `store.queue()` refuses the prefix.
-OUTBOX_PREFIX = "__alkstore_outbox:"
+__all__ = ["CliError", "open_existing", "queue_view"]
 
 
 class CliError(Exception):
@@ -23,14 +20,13 @@ class CliError(Exception):
 
 
 def sqlite_path(target: str) -> str | None:
-    """The file a target names when it selects SQLite (SPEC §2), else None."""
-    if target.startswith(("postgresql://", "postgres://")):
-        return None
-    if target.startswith("sqlite:///"):
-        return target[len("sqlite:///") :] or None
-    if "://" in target or target in ("", ":memory:"):
-        return None  # alkstore.open explains what it accepts
-    return target
+    """The file a target names when it selects SQLite (SPEC §2), else None.
+
+    The core's own reading of the target, so the command line accepts and
+    refuses exactly what ``alkstore.open`` does, with the same ValueError.
+    """
+    engine, location = _parse_target(target)
+    return location if engine == "sqlite" else None
 
 
 def open_existing(target: str, schema: str | None = None) -> Store:
@@ -54,9 +50,10 @@ def open_existing(target: str, schema: str | None = None) -> Store:
 
 
 def queue_view(store: Store, name: str) -> Queue:
-    """The queue ``name``; an ``__alkstore_outbox:<name>`` queue through its outbox's handle."""
-    if name.startswith(OUTBOX_PREFIX):
+    """The queue ``name``; an outbox's backing queue through its outbox's handle."""
+    outbox = _outbox_of(name)
+    if outbox is not None:
         # store.queue() refuses the reserved prefix; the outbox's backing
         # queue handle has every read, live_jobs included.
-        return store._outbox_queue(name.removeprefix(OUTBOX_PREFIX))
+        return store._outbox_queue(outbox)
     return store.queue(name)
