@@ -20,12 +20,14 @@ use alkstore_core::{
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
-use crate::ctx::Ctx;
+use crate::conn::Ctx;
 use crate::error::{pg_error, pool_error};
+use crate::ops::{claim, enqueue, handle, reads, sweep};
 use crate::runtime::Rt;
 use crate::sql::Statements;
 use crate::tx::PgTx;
-use crate::{claim, enqueue, handle, listen, migrate, pool, reads, sweep};
+use crate::wake;
+use crate::{migrate, pool};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
@@ -48,7 +50,7 @@ pub struct PgEngine {
     /// The store's notification channel.
     channel: String,
     /// The stream statements (`streams.rs`).
-    pub(crate) streams: crate::streams::StreamSql,
+    pub(crate) streams: crate::ops::streams::StreamSql,
     /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
@@ -105,8 +107,8 @@ impl PgEngine {
             redactor,
             url: shown,
             config,
-            channel: listen::channel(&options.schema),
-            streams: crate::streams::StreamSql::new(&options.schema),
+            channel: wake::channel(&options.schema),
+            streams: crate::ops::streams::StreamSql::new(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: ManuallyDrop::new(watch::Sender::new(false)),
@@ -244,7 +246,7 @@ impl Engine for PgEngine {
         if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
             return Ok(());
         }
-        listen::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        wake::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
     }
 

@@ -11,27 +11,20 @@
 //! crate converts and releases the GIL) and never re-implements contract
 //! rules that `alkstore-core` owns (validation, the retry curve).
 
-mod claim;
-mod ctx;
+mod conn;
 mod engine;
-mod enqueue;
 mod error;
-mod handle;
-mod listen;
-mod locks;
 mod migrate;
+mod ops;
 mod params;
 mod pool;
-mod reads;
 mod rows;
 mod runtime;
-mod schedules;
 mod sql;
-mod streams;
-mod sweep;
 #[cfg(test)]
 mod testing;
 mod tx;
+mod wake;
 
 use std::sync::Arc;
 

@@ -88,9 +88,9 @@ pub struct Statements {
     /// The clock.
     pub now: String,
     /// TTL locks (SPEC §10).
-    pub locks: crate::locks::LockSql,
+    pub locks: crate::ops::locks::LockSql,
     /// Schedules (SPEC §8).
-    pub schedules: crate::schedules::ScheduleSql,
+    pub schedules: crate::ops::schedules::ScheduleSql,
 }
 
 /// `schema` quoted as an identifier. The name is validated at open (ASCII
@@ -105,7 +105,7 @@ impl Statements {
         let s = quote_ident(schema);
         // The channel is ASCII letters, digits and `_` (from the validated
         // schema name), so it is safe inside a string literal.
-        let channel = crate::listen::channel(schema);
+        let channel = crate::wake::channel(schema);
         let notify = format!("pg_notify('{channel}', queue)");
         let into_dead = format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)");
         Statements {
@@ -244,8 +244,8 @@ impl Statements {
                     WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)))"
             ),
             now: "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint".to_owned(),
-            locks: crate::locks::LockSql::new(&s, &channel),
-            schedules: crate::schedules::ScheduleSql::new(&s, &channel),
+            locks: crate::ops::locks::LockSql::new(&s, &channel),
+            schedules: crate::ops::schedules::ScheduleSql::new(&s, &channel),
         }
     }
 }

@@ -12,8 +12,8 @@ use alkstore_core::{
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
+use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::tx::SqliteTx;
-use crate::{cancel, claim, enqueue, handle, reads, sweep};
 
 /// One open SQLite store handle.
 pub(crate) struct SqliteEngine {

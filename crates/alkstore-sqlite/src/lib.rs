@@ -23,23 +23,15 @@ use std::sync::Arc;
 
 use alkstore_core::{Engine, OpenOptions, Result};
 
-mod cancel;
-mod claim;
 mod conn;
 mod engine;
-mod enqueue;
 mod error;
 mod filelocks;
-mod handle;
-mod locks;
 mod migrate;
 mod open;
-mod reads;
+mod ops;
 mod rows;
-mod schedules;
 mod sql;
-mod streams;
-mod sweep;
 mod tx;
 mod wake;
 mod wal;

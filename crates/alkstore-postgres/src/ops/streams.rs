@@ -43,7 +43,7 @@ impl StreamSql {
         // The channel is ASCII letters, digits and `_` (from the validated
         // schema name), so it is safe inside a string literal. The stream
         // name is the payload: repeats within one transaction fold into one.
-        let notify = format!("pg_notify('{}', $2::text)", crate::listen::channel(schema));
+        let notify = format!("pg_notify('{}', $2::text)", crate::wake::channel(schema));
         StreamSql {
             publish: format!(
                 "WITH n AS MATERIALIZED ( \

@@ -9,7 +9,7 @@
 
 use alkstore_core::{backoff_delay, Claimed, Result};
 
-use crate::ctx::{span, Ctx};
+use crate::conn::{span, Ctx};
 use crate::rows::col;
 
 /// Deletes every valid handle in one statement; returns how many landed.

@@ -8,7 +8,7 @@
 
 use alkstore_core::{Claimed, Result};
 
-use crate::ctx::Ctx;
+use crate::conn::Ctx;
 use crate::rows::{claimed, sort_claimed};
 
 /// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.

@@ -3,7 +3,7 @@
 
 use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
 
-use crate::ctx::{span, Ctx};
+use crate::conn::{span, Ctx};
 use crate::rows::col;
 
 /// `ready` as (absolute run_at, delay): the statement takes

@@ -6,7 +6,7 @@
 
 use alkstore_core::{LockOps, Result};
 
-use crate::ctx::span;
+use crate::conn::span;
 use crate::engine::PgEngine;
 use crate::sql::NOW;
 

@@ -6,7 +6,7 @@
 
 use alkstore_core::{Result, Swept};
 
-use crate::ctx::Ctx;
+use crate::conn::Ctx;
 use crate::rows::col;
 
 /// Sweeps `queue`.

@@ -3,7 +3,7 @@
 
 use alkstore_core::{Job, QueueStats, Result};
 
-use crate::ctx::Ctx;
+use crate::conn::Ctx;
 use crate::rows::{col, job};
 
 /// A live or dead row of `queue`.

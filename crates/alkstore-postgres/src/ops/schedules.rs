@@ -12,10 +12,10 @@ use alkstore_core::schedule::{next_boundary_after, plan_tick};
 use alkstore_core::{Engine, NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
 use tokio_postgres::Row;
 
-use crate::ctx::{span, Ctx};
+use crate::conn::{span, Ctx};
 use crate::engine::PgEngine;
-use crate::enqueue;
-use crate::reads;
+use crate::ops::enqueue;
+use crate::ops::reads;
 use crate::rows::col;
 use crate::sql::NOW;
 

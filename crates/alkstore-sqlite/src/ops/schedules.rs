@@ -15,8 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::conn::{atomic, now, span, Scope};
 use crate::engine::SqliteEngine;
-use crate::enqueue;
 use crate::error::DbResult;
+use crate::ops::enqueue;
 
 /// The columns [`row`] reads, in order.
 macro_rules! cols {
