@@ -167,7 +167,7 @@ impl Engine for SqliteEngine {
         let offset = self.offset();
         self.conns.with_reader(|c| {
             let now = crate::conn::now(c, offset)?;
-            crate::wake::next_wake(c, queue, now)
+            reads::next_wake(c, queue, now)
         })
     }
 

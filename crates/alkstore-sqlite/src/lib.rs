@@ -31,7 +31,6 @@ mod migrate;
 mod open;
 mod ops;
 mod rows;
-mod sql;
 mod tx;
 mod wake;
 mod wal;
