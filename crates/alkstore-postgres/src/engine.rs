@@ -20,11 +20,11 @@ use alkstore_core::{
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
-use crate::conn::Ctx;
+use crate::conn::{self, Ctx};
 use crate::error::{pg_error, pool_error};
-use crate::ops::{claim, enqueue, handle, reads, sweep};
+use crate::ops::Statements;
+use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::runtime::Rt;
-use crate::sql::Statements;
 use crate::tx::PgTx;
 use crate::wake;
 use crate::{migrate, pool};
@@ -49,8 +49,6 @@ pub struct PgEngine {
     config: tokio_postgres::Config,
     /// The store's notification channel.
     channel: String,
-    /// The stream statements (`streams.rs`).
-    pub(crate) streams: crate::ops::streams::StreamSql,
     /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
@@ -108,7 +106,6 @@ impl PgEngine {
             url: shown,
             config,
             channel: wake::channel(&options.schema),
-            streams: crate::ops::streams::StreamSql::new(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: ManuallyDrop::new(watch::Sender::new(false)),
@@ -202,7 +199,7 @@ impl Engine for PgEngine {
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
-        self.run(tx, async |cx| handle::kill(cx, job, error).await)
+        self.run(tx, async |cx| handle::fail(cx, job, error).await)
     }
 
     fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
@@ -214,7 +211,7 @@ impl Engine for PgEngine {
     }
 
     fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
-        self.run(tx, async |cx| enqueue::cancel(cx, queue, id).await)
+        self.run(tx, async |cx| cancel::cancel(cx, queue, id).await)
     }
 
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
@@ -259,7 +256,7 @@ impl Engine for PgEngine {
     }
 
     fn now(&self) -> Result<i64> {
-        self.run(None, async |cx| reads::now(cx).await)
+        self.run(None, async |cx| conn::now(cx).await)
     }
 
     fn close(&self) {

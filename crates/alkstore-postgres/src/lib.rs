@@ -20,7 +20,6 @@ mod params;
 mod pool;
 mod rows;
 mod runtime;
-mod sql;
 #[cfg(test)]
 mod testing;
 mod tx;

@@ -11,7 +11,7 @@ use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 
 use crate::error::pg_error;
-use crate::sql::quote_ident;
+use crate::ops::quote_ident;
 
 /// `(version, sql)` in order; `__SCHEMA__` stands for the quoted schema.
 const MIGRATIONS: &[(i64, &str)] = &[
