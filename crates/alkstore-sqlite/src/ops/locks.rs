@@ -42,10 +42,8 @@ impl LockOps for SqliteEngine {
     fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| {
-            let n = c
-                .prepare_cached(RENEW)
-                .and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset]))
-                .db()?;
+            let n =
+                c.prepare_cached(RENEW).and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset])).db()?;
             Ok(n > 0)
         })
     }

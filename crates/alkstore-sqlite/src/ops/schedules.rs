@@ -77,8 +77,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
 /// Fires one schedule's due boundaries in one transaction: (fired, skipped).
 fn tick_one(conn: &Connection, offset: i64, name: &str) -> Result<(i64, i64)> {
     atomic(conn, Scope::Own, |c| {
-        let Some(s) = c.prepare_cached(ONE).and_then(|mut st| st.query_row([name], row).optional()).db()?
-        else {
+        let Some(s) = c.prepare_cached(ONE).and_then(|mut st| st.query_row([name], row).optional()).db()? else {
             return Ok((0, 0)); // unscheduled since we listed it
         };
         let plan = plan_tick(s.next_fire_at, s.interval_s, now(c, offset)?);
@@ -145,8 +144,7 @@ impl ScheduleOps for SqliteEngine {
     }
 
     fn schedule_next_due(&self) -> Result<Option<i64>> {
-        self.conns
-            .with_reader(|c| c.prepare_cached(NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
+        self.conns.with_reader(|c| c.prepare_cached(NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
     }
 
     fn schedule_tick(&self) -> Result<TickReport> {
