@@ -15,6 +15,7 @@ mod conn;
 mod engine;
 mod error;
 mod migrate;
+mod open;
 mod ops;
 mod params;
 mod pool;
