@@ -31,7 +31,7 @@ use std::sync::Arc;
 use alkstore_core::{Engine, OpenOptions, Result};
 
 pub use engine::PgEngine;
-pub use migrate::LATEST_VERSION;
+pub use migrate::SCHEMA_VERSION;
 pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 
 /// Opens (creating or migrating) the Postgres store at `url`, in the schema

@@ -37,9 +37,7 @@ mod wal;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
 
-/// The schema version this build of the engine creates and understands;
-/// a file with a higher `schema_version` is refused at open.
-pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
+pub use migrate::SCHEMA_VERSION;
 
 /// Opens (creating or migrating) the SQLite store at `path`.
 ///
