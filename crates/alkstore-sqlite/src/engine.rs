@@ -165,10 +165,7 @@ impl Engine for SqliteEngine {
 
     fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
         let offset = self.offset();
-        self.conns.with_reader(|c| {
-            let now = crate::conn::now(c, offset)?;
-            reads::next_wake(c, queue, now)
-        })
+        self.conns.with_reader(|c| reads::next_wake(c, offset, queue))
     }
 
     fn advance_clock(&self, seconds: i64) {

@@ -6,6 +6,7 @@
 use alkstore_core::{Job, QueueStats, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::conn::now;
 use crate::error::DbResult;
 use crate::rows;
 
@@ -137,8 +138,9 @@ pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<String>> {
     names.collect::<rusqlite::Result<Vec<String>>>().db()
 }
 
-/// See [`NEXT_WAKE`].
-pub(crate) fn next_wake(conn: &Connection, queue: &str, now: i64) -> Result<Option<i64>> {
+/// When `queue` next gains claimable work without a commit; see [`NEXT_WAKE`].
+pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
+    let now = now(conn, offset)?;
     conn.prepare_cached(NEXT_WAKE)
         .and_then(|mut s| s.query_row(rusqlite::params![queue, now], |r| r.get(0)).optional())
         .db()
