@@ -13,7 +13,7 @@
 //! - index names carry the `__alkstore_` prefix (`__alkstore_jobs_ready`, …):
 //!   SQLite index names are file-wide and the caller's tables share the file;
 //! - the claim has a single-statement fast path used while the queue has no
-//!   lapsed lease (see `claim.rs`), and the full ADR sequence otherwise;
+//!   lapsed lease (see `ops/claim.rs`), and the full ADR sequence otherwise;
 //! - a dead row stores `state = 'dead'`; every other column is copied as is;
 //! - durations are clamped to about 34,000 years so `now + d` never
 //!   overflows SQLite's integers (a defence only: the Store front refuses

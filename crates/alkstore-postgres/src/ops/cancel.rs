@@ -21,6 +21,6 @@ impl Sql {
 }
 
 /// Deletes a pending or processing row of `queue`.
-pub async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
+pub(crate) async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
     Ok(cx.execute(&cx.sql.cancel.cancel, &[&id, &queue]).await? > 0)
 }

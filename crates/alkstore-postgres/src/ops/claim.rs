@@ -96,7 +96,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
 }
 
 /// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.
-pub async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
     } else {

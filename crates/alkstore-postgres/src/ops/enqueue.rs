@@ -53,7 +53,7 @@ fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
 /// Inserts `jobs`, returning their ids in input order. One statement either
 /// way — a single INSERT, or one INSERT over arrays for many — so a batch is
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
-pub async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
     // The stamped durations are added to `now` at every claim and death: an
     // absurd one must not make those statements overflow for the whole queue.
     let opts = &QueueOpts {

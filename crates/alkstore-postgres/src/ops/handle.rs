@@ -78,7 +78,7 @@ impl Sql {
 }
 
 /// Deletes every valid handle in one statement; returns how many landed.
-pub async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
+pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
     let n = if let [job] = jobs {
         cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?
     } else {
@@ -97,7 +97,7 @@ pub async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
 /// claim (which bumps the token) or a release (which leaves `processing`)
 /// changes a row's `attempts`, and either invalidates this handle, so
 /// whenever the statement can land the two values are equal.
-pub async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
     if job.attempts >= job.max_attempts {
         return fail(cx, job, error).await;
     }
@@ -107,13 +107,13 @@ pub async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64
 }
 
 /// Straight to dead with `error`.
-pub async fn fail(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
+pub(crate) async fn fail(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
     let n = cx.execute(&cx.sql.handle.fail, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &error]).await?;
     Ok(n > 0)
 }
 
 /// `deadline := now + extend_s`; the new deadline, or None when refused.
-pub async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
+pub(crate) async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
     let extend = span(extend_s);
     let rows =
         cx.query(&cx.sql.handle.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend]).await?;
@@ -121,7 +121,7 @@ pub async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Opt
 }
 
 /// Back to pending now with the attempt refunded (the claim token is not).
-pub async fn release(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
+pub(crate) async fn release(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
     let n = cx.execute(&cx.sql.handle.release, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
     Ok(n > 0)
 }

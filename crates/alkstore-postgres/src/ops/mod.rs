@@ -61,7 +61,7 @@ pub(crate) fn into_dead(s: &str) -> String {
 
 /// `schema` quoted as an identifier. The name is validated at open (ASCII
 /// letters, digits, `_`), so this only guards against a future relaxation.
-pub fn quote_ident(schema: &str) -> String {
+pub(crate) fn quote_ident(schema: &str) -> String {
     format!("\"{}\"", schema.replace('"', "\"\""))
 }
 

@@ -101,13 +101,13 @@ impl Sql {
 }
 
 /// A live or dead row of `queue`.
-pub async fn get_job(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<Option<Job>> {
+pub(crate) async fn get_job(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<Option<Job>> {
     let rows = cx.query(&cx.sql.reads.get_job, &[&id, &queue]).await?;
     rows.first().map(job).transpose()
 }
 
 /// Dead rows of `queue`, newest id first, below `before_id` when given.
-pub async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+pub(crate) async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     // A constant bound rather than `$2 IS NULL OR id < $2` keeps the one
     // generic plan an index range scan on dead_queue.
@@ -117,7 +117,7 @@ pub async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Optio
 }
 
 /// Live rows of `queue`, newest id first, below `before_id` when given.
-pub async fn live_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+pub(crate) async fn live_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let below = before_id.unwrap_or(i64::MAX);
     let rows = cx.query(&cx.sql.reads.live_jobs, &[&queue, &below, &limit]).await?;
@@ -125,7 +125,7 @@ pub async fn live_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Optio
 }
 
 /// Counts for `queue`, all from one snapshot and one clock read.
-pub async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
+pub(crate) async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
     let row = cx.query_one(&cx.sql.reads.stats, &[&cx.offset, &queue]).await?;
     Ok(QueueStats {
         pending: col(&row, 0)?,
@@ -137,7 +137,7 @@ pub async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
 }
 
 /// Every queue name with a live or dead row, sorted (a scan: for operators).
-pub async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
+pub(crate) async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
     let rows = cx.query(&cx.sql.reads.queue_names, &[]).await?;
     rows.iter().map(|r| col(r, 0)).collect()
 }
@@ -145,7 +145,7 @@ pub async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
 /// When `queue` next gains claimable work without a commit: the earliest
 /// future `run_at` of a pending row, or the second after the earliest
 /// unexpired lease ends (a lease is reclaimable once `deadline < now`).
-pub async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
+pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
     let row = cx.query_one(&cx.sql.reads.next_wake, &[&cx.offset, &queue]).await?;
     col(&row, 0)
 }

@@ -48,7 +48,7 @@ impl Sql {
 }
 
 /// Sweeps `queue`.
-pub async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
+pub(crate) async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
     let row = cx.query_one(&cx.sql.sweep.sweep, &[&cx.offset, &queue]).await?;
     Ok(Swept { expired: col(&row, 0)?, purged: col(&row, 1)? })
 }
