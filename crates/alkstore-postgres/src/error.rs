@@ -134,6 +134,30 @@ fn with_sources(e: &dyn StdError) -> String {
 mod tests {
     use super::*;
 
+    /// An open failure names the store, and nothing that leaves quotes the password.
+    #[test]
+    fn the_exit_scrubs_and_open_errors_name_the_store() {
+        let url = "postgresql://bob:s3cret@h/db";
+        let exit = Exit::for_url(url);
+        let lost = Error::ConnectionLost { message: "password s3cret refused".into() };
+        assert_eq!(
+            exit.leave::<()>(Err(at_open(&redact_url(url), lost))),
+            Err(Error::ConnectionLost {
+                message: "could not open Postgres store at postgresql://bob:***@h/db: password *** refused".into()
+            })
+        );
+        let bad = "postgresql://bob:s3cret@h:notaport/db";
+        let parsed = <tokio_postgres::Config as std::str::FromStr>::from_str(bad);
+        let Err(driver) = parsed else { panic!("{bad} must not parse") };
+        match Exit::for_url(bad).bad_url(bad, &driver) {
+            Error::Database { code: None, message } => {
+                assert!(message.starts_with("invalid Postgres URL postgresql://bob:***@h:notaport/db: "), "{message}");
+                assert!(!message.contains("s3cret"), "{message}");
+            }
+            other => panic!("expected Database, got {other:?}"),
+        }
+    }
+
     #[test]
     fn connection_codes() {
         assert!(is_connection_code("57P01"));
