@@ -67,7 +67,6 @@ macro_rules! conformance {
                 handle_ops_in_a_transaction_land_only_on_commit, a_failed_statement_dooms_the_transaction,
                 a_statement_that_ends_the_transaction_is_refused, a_foreign_or_other_store_transaction_is_refused,
                 a_transaction_can_move_between_threads, the_caller_check_sees_a_transaction_of_this_thread,
-                commit_after_close_lands_nothing,
             }
             locks { lock_lease_rules, a_lapsed_lease_is_not_renewed_even_when_nobody_took_it }
             schedules {

@@ -213,16 +213,3 @@ pub fn the_caller_check_sees_a_transaction_of_this_thread<H: Harness>(db: &Db<H>
     assert!(matches!(s.check_caller(), Err(Error::StoreClosed)));
     Ok(())
 }
-
-/// On the engine's own `Tx`: the front's session would doom itself at the
-/// first refused statement and answer its commit with a rollback instead.
-pub fn commit_after_close_lands_nothing<H: Harness>(db: &Db<H>) -> TestResult {
-    let e = db.reopen_engine()?;
-    let mut tx = e.begin()?;
-    e.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
-    e.close();
-    assert_eq!(tx.execute("SELECT 1", &[]), Err(Error::StoreClosed));
-    assert_eq!(tx.commit(), Err(Error::StoreClosed));
-    assert_eq!(db.store.stats("q")?.pending, 0);
-    Ok(())
-}
