@@ -18,7 +18,7 @@ pub fn a_stale_handle_is_fenced<H: Harness>(db: &Db<H>) -> TestResult {
     // Same worker name, new claim: only the token tells the handles apart.
     let second = db.take("q", "w")?;
     assert_eq!(second.id, id);
-    assert_eq!((second.attempts, second.claim_token), (2, first.claim_token + 1));
+    assert_eq!((first.claim_token, second.attempts, second.claim_token), (1, 2, 2));
     assert_eq!(second.run_at, first.run_at, "a lapsed row keeps its run_at");
     assert_eq!(s.ack(None, &[&first])?, 0, "stale handle refused");
     assert!(!s.retry(None, &first, "e", Some(0))?);

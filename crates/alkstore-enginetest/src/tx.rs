@@ -174,11 +174,14 @@ pub fn a_foreign_or_other_store_transaction_is_refused<H: Harness>(db: &Db<H>) -
     // Only the engine takes a bare `Tx`; the front only ever passes its own sessions.
     let e = db.engine().enqueue(Some(&mut Foreign), "q", &opts(), &[job("1")]).unwrap_err();
     assert!(matches!(e, Error::Transaction(_)), "{e:?}");
-    let other = db.reopen()?;
-    let mut tx = other.begin()?;
-    let e = db.store.enqueue(Some(&mut tx), "q", &opts(), &[job("1")]).unwrap_err();
-    assert!(matches!(e, Error::Transaction(_)), "{e:?}");
-    tx.rollback()?;
+    // Another handle on this database, and another database.
+    let elsewhere = H::fresh()?.ok_or("a second fresh database")?;
+    for other in [db.reopen()?, Store::new(elsewhere.engine().clone(), elsewhere.options())] {
+        let mut tx = other.begin()?;
+        let e = db.store.enqueue(Some(&mut tx), "q", &opts(), &[job("1")]).unwrap_err();
+        assert!(matches!(e, Error::Transaction(_)), "{e:?}");
+        tx.rollback()?;
+    }
     Ok(())
 }
 
