@@ -59,7 +59,9 @@ pub fn handles_claim_each_job_exactly_once<H: Harness>(db: &Db<H>) -> TestResult
     assert_eq!(all.len(), THREADS * PER_THREAD, "no job handed out twice");
     assert_eq!(unique, ids, "every job handed out");
     eprintln!("claims per handle: {:?}", per_thread.iter().map(Vec::len).collect::<Vec<_>>());
-    assert!(per_thread.iter().all(|v| !v.is_empty()), "all threads took part");
+    if H::FAIR_UNDER_CONTENTION {
+        assert!(per_thread.iter().all(|v| !v.is_empty()), "all threads took part");
+    }
     assert_eq!(db.store.stats("q")?, Default::default());
     Ok(())
 }

@@ -10,6 +10,12 @@ pub type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>
 /// One engine's way to a fresh database. Dropping the harness removes the
 /// database (Postgres: drops the case's schema), so it outlives every handle.
 pub trait Harness: Sized {
+    /// Whether every one of several handles draining one queue together is
+    /// sure to get part of it. Postgres: row locks skip each other, so yes.
+    /// SQLite: one writer, taken by busy-wait retries with no queue, so a
+    /// handle can lose every race of a drain (correct, but not fair).
+    const FAIR_UNDER_CONTENTION: bool = true;
+
     /// A fresh, empty database with one engine handle open on it. `Ok(None)`
     /// when the engine cannot run here and is not required to (the case then
     /// passes with a message saying it skipped); an error when it is required.

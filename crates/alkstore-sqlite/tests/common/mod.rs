@@ -45,6 +45,8 @@ impl Fixture {
 }
 
 impl Harness for Fixture {
+    const FAIR_UNDER_CONTENTION: bool = false;
+
     fn fresh() -> TestResult<Option<Self>> {
         Ok(Some(Fixture::new()?))
     }
