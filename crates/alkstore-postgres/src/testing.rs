@@ -1,5 +1,6 @@
-//! Unit-test fixture: a fresh schema on the test server, migrated, dropped
-//! at the end. (Integration tests have their own in `tests/common`.)
+//! The fixture of the in-crate EXPLAIN tests, which need the crate-private
+//! statements: a fresh schema on the test server, migrated, filled, dropped
+//! at the end. Every other Postgres test uses `tests/common`.
 
 use alkstore_core::OpenOptions;
 use rand::Rng;
@@ -11,10 +12,10 @@ use crate::runtime;
 /// What every unit test returns.
 pub type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
-/// An engine on a fresh schema plus a raw client for inspection.
+/// A migrated fresh schema plus a raw client for EXPLAIN.
 pub struct Fixture {
-    /// The engine under test.
-    pub engine: PgEngine,
+    /// Created the schema's tables; closed when the fixture drops.
+    engine: PgEngine,
     /// Its fresh schema, dropped with the fixture.
     pub schema: String,
     /// A raw connection for setup and EXPLAIN.
@@ -38,7 +39,7 @@ impl Fixture {
             let _ = conn.await;
         });
         let schema = format!("alk_u_{:016x}", rand::thread_rng().gen::<u64>());
-        let options = OpenOptions { schema: schema.clone(), pool_size: 2, ..OpenOptions::default() };
+        let options = OpenOptions { schema: schema.clone(), pool_size: 1, ..OpenOptions::default() };
         let engine = PgEngine::open(&url, &options)?;
         Ok(Some(Fixture { engine, schema, client }))
     }

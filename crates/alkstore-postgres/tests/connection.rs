@@ -28,7 +28,7 @@ fn killed_transaction_connection_is_lost_then_the_next_call_works() -> TestResul
     assert!(matches!(e, Error::ConnectionLost { .. }), "{e:?}");
     let _ = tx.rollback();
     // The only pooled connection died; the pool must replace it.
-    let id = db.put("q", &opts(30, 3), "{}")?;
+    let id = db.put("q", &opts(), "{}")?;
     assert!(db.engine.get_job(None, "q", id)?.is_some());
     Ok(())
 }
@@ -36,7 +36,7 @@ fn killed_transaction_connection_is_lost_then_the_next_call_works() -> TestResul
 #[test]
 fn killed_connection_mid_call_is_lost_then_the_next_call_works() -> TestResult {
     let Some(db) = TestDb::with_pool(1)? else { return Ok(()) };
-    db.put("q", &opts(30, 3), "{}")?;
+    db.put("q", &opts(), "{}")?;
     let c = db.take("q", "w")?;
     // Hold the row lock from outside so the engine's ack blocks in the server.
     let blocker = raw_client()?;
@@ -103,7 +103,7 @@ fn concurrent_open_of_a_fresh_schema() -> TestResult {
 #[test]
 fn reopening_is_idempotent_and_a_newer_schema_is_refused() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
-    let id = db.put("q", &opts(30, 3), "{}")?;
+    let id = db.put("q", &opts(), "{}")?;
     let again = db.reopen()?;
     assert!(again.get_job(None, "q", id)?.is_some(), "reopen keeps the data");
     admin(&format!(

@@ -2,7 +2,10 @@
 
 mod common;
 
+use std::collections::HashSet;
 use std::process::Command;
+use std::sync::{Arc, Barrier};
+use std::thread;
 
 use alkstore_core::{Engine, Error, OpenOptions, Result};
 use common::{job, opts, Fixture};
@@ -230,5 +233,32 @@ fn busy_writer_times_out_with_a_busy_database_error() -> Result<()> {
     }
     tx.rollback()?;
     other.enqueue(None, "q", &opts(), &[job("1")])?;
+    Ok(())
+}
+
+/// Handles racing to create one fresh file.
+const OPENERS: usize = 4;
+
+#[test]
+fn concurrent_opens_of_a_fresh_file_all_succeed() -> Result<()> {
+    let dir = tempfile::tempdir().map_err(|e| Error::database(None, e.to_string()))?;
+    let path = dir.path().join("fresh.db").to_string_lossy().into_owned();
+    let barrier = Arc::new(Barrier::new(OPENERS));
+    let handles: Vec<_> = (0..OPENERS)
+        .map(|i| {
+            let path = path.clone();
+            let barrier = barrier.clone();
+            thread::spawn(move || -> Result<i64> {
+                barrier.wait();
+                let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+                Ok(engine.enqueue(None, "q", &opts(), &[job(&i.to_string())])?[0])
+            })
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    for h in handles {
+        ids.insert(h.join().map_err(|_| Error::database(None, "thread panicked"))??);
+    }
+    assert_eq!(ids.len(), OPENERS);
     Ok(())
 }

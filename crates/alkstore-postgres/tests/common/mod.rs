@@ -1,15 +1,15 @@
-//! Shared test fixture: a fresh random schema per test on the server named
-//! by `ALKSTORE_TEST_DATABASE_URL`, dropped when the fixture drops.
-#![allow(dead_code)]
+//! The one fixture of the Postgres tests: a fresh random schema per test on
+//! the server named by `ALKSTORE_TEST_DATABASE_URL`, dropped when the
+//! fixture drops; also the conformance suite's harness.
+#![allow(dead_code, unused_imports)]
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, ReadyAt};
+use alkstore_core::{Claimed, Engine, OpenOptions, QueueOpts};
+use alkstore_enginetest::Harness;
+pub use alkstore_enginetest::{job, opts, TestResult};
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
-
-/// What every test returns.
-pub type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 /// The server under test.
 pub fn url() -> String {
@@ -104,12 +104,24 @@ impl Drop for TestDb {
     }
 }
 
-/// A ready job with default options.
-pub fn job(payload: &str) -> NewJob {
-    NewJob { payload: payload.to_owned(), ready: ReadyAt::Now, priority: 0, max_attempts: None, expires_s: None }
-}
+impl Harness for TestDb {
+    fn fresh() -> TestResult<Option<Self>> {
+        TestDb::new()
+    }
 
-/// Queue options with a given lease and budget.
-pub fn opts(visibility_timeout_s: i64, max_attempts: i64) -> QueueOpts {
-    QueueOpts { visibility_timeout_s, max_attempts, backoff_base_s: 5.0, dead_letter_retention_s: None }
+    fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    fn options(&self) -> OpenOptions {
+        self.options.clone()
+    }
+
+    fn open(&self, options: &OpenOptions) -> TestResult<Arc<dyn Engine>> {
+        Ok(alkstore_postgres::open(&url(), options)?)
+    }
+
+    fn table(&self, name: &str) -> String {
+        format!("\"{}\".{name}", self.schema)
+    }
 }

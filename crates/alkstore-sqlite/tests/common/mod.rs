@@ -1,9 +1,12 @@
-//! Helpers shared by the integration tests: a fresh store file per test.
+//! The one fixture of the SQLite tests: a fresh store file per test, and the
+//! conformance suite's harness.
 #![allow(dead_code)]
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, ReadyAt, Result};
+use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, Result};
+pub use alkstore_enginetest::{job, opts};
+use alkstore_enginetest::{Harness, TestResult};
 use tempfile::TempDir;
 
 /// A store on a fresh temp file; the directory lives as long as this value.
@@ -41,12 +44,26 @@ impl Fixture {
     }
 }
 
-/// Queue options with a short lease and no backoff, handy for tests.
-pub fn opts() -> QueueOpts {
-    QueueOpts { visibility_timeout_s: 30, max_attempts: 3, backoff_base_s: 0.0, dead_letter_retention_s: None }
-}
+impl Harness for Fixture {
+    const FAIR_UNDER_CONTENTION: bool = false;
 
-/// A ready-now job with priority 0.
-pub fn job(payload: &str) -> NewJob {
-    NewJob { payload: payload.to_owned(), ready: ReadyAt::Now, priority: 0, max_attempts: None, expires_s: None }
+    fn fresh() -> TestResult<Option<Self>> {
+        Ok(Some(Fixture::new()?))
+    }
+
+    fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    fn options(&self) -> OpenOptions {
+        OpenOptions::default()
+    }
+
+    fn open(&self, options: &OpenOptions) -> TestResult<Arc<dyn Engine>> {
+        Ok(alkstore_sqlite::open(&self.path, options)?)
+    }
+
+    fn table(&self, name: &str) -> String {
+        name.to_owned()
+    }
 }

@@ -1,0 +1,199 @@
+//! What a claimed job's handle may do (SPEC §4.3): ack, retry, fail,
+//! heartbeat, release, and the fencing that refuses a stale handle.
+
+use std::time::Duration;
+
+use alkstore_core::{backoff_range, JobState, NewJob, QueueOpts, QueueStats, StopToken, WaitSpec, MAX_DURATION_S};
+
+use crate::queue::names;
+use crate::{job, opts, Db, Harness, TestResult};
+
+/// A reclaim after a lapse eats an attempt and fences the old handle.
+pub fn a_stale_handle_is_fenced<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &opts(), "x")?;
+    let first = db.take("q", "w")?;
+    assert!(s.claim("q", "w2", 1)?.is_empty(), "a live lease is not claimable");
+    db.clock(31)?;
+    // Same worker name, new claim: only the token tells the handles apart.
+    let second = db.take("q", "w")?;
+    assert_eq!(second.id, id);
+    assert_eq!((first.claim_token, second.attempts, second.claim_token), (1, 2, 2));
+    assert_eq!(second.run_at, first.run_at, "a lapsed row keeps its run_at");
+    assert_eq!(s.ack(None, &[&first])?, 0, "stale handle refused");
+    assert!(!s.retry(None, &first, "e", Some(0))?);
+    assert!(!s.fail(None, &first, "e")?);
+    assert_eq!(s.heartbeat(&first, Some(30))?, None);
+    assert!(!s.release(&first)?);
+    assert_eq!(s.ack(None, &[&second])?, 1);
+    assert!(s.get_job(None, "q", id)?.is_none());
+    Ok(())
+}
+
+pub fn heartbeat_is_absolute_and_late_heartbeat_is_refused<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    db.put("q", &opts(), "x")?;
+    let j = db.take("q", "w")?;
+    let d = s.heartbeat(&j, Some(25))?.ok_or("heartbeat refused")?;
+    assert!(d < j.deadline, "absolute: now + 25 is before the 30 s claim deadline");
+    db.clock(20)?;
+    let now = db.now()?;
+    let d2 = s.heartbeat(&j, Some(100))?.ok_or("heartbeat refused")?;
+    assert!(d2 >= j.claimed_at + 120 && d2 >= now + 100 && d2 <= now + 101, "{d2} vs {now}");
+    let d3 = s.heartbeat(&j, Some(20))?.ok_or("heartbeat refused")?;
+    assert!(d3 < d2, "absolute from now, not additive");
+    db.clock(d3 - db.now()? + 1)?;
+    assert_eq!(s.heartbeat(&j, Some(100))?, None, "a late heartbeat never steals the job back");
+    assert_eq!(s.ack(None, &[&j])?, 0);
+    Ok(())
+}
+
+pub fn retry_goes_back_to_pending_then_dead_at_budget<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &QueueOpts { max_attempts: 2, backoff_base_s: 1000.0, ..opts() }, "x")?;
+    let a = db.take("q", "w")?;
+    let now = db.now()?;
+    assert!(s.retry(None, &a, "boom", None)?);
+    let row = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!(row.state, JobState::Pending);
+    // Attempt 1 with base 1000: the curve draws from [500, 1000].
+    assert!((now + 500..=now + 1001).contains(&row.run_at), "run_at {} now {now}", row.run_at);
+    // A pending job holds no lease (SPEC §4.4); claimed_at keeps the last claim.
+    assert_eq!((row.worker_id.as_deref(), row.deadline), (None, None));
+    assert_eq!((row.claimed_at, row.last_error), (Some(a.claimed_at), None));
+    assert!(!s.retry(None, &a, "again", Some(0))?, "a handle is good for one op");
+    assert!(db.one("q", "w")?.is_none());
+    db.clock(1001)?;
+    let b = db.take("q", "w")?;
+    assert_eq!(b.attempts, 2);
+    assert!(s.retry(None, &b, "final", Some(0))?, "at budget: still true");
+    let dead = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("final")));
+    assert!(db.one("q", "w")?.is_none());
+    assert!(!s.retry(None, &b, "twice", None)?);
+    // An explicit delay is respected; at budget, no delay given, still dead.
+    let id = db.put("p", &QueueOpts { max_attempts: 2, ..opts() }, "{}")?;
+    assert!(s.retry(None, &db.take("p", "w")?, "boom", Some(10))?);
+    assert!(db.one("p", "w")?.is_none(), "delay respected");
+    db.clock(10)?;
+    let c = db.take("p", "w")?;
+    assert!(s.retry(None, &c, "boom again", None)?, "valid at budget: still true");
+    let dead = s.get_job(None, "p", id)?.ok_or("job")?;
+    assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("boom again")));
+    Ok(())
+}
+
+pub fn retry_delay_is_explicit_or_the_core_curve<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &opts(), "x")?;
+    let a = db.take("q", "w")?;
+    let now = db.now()?;
+    assert!(s.retry(None, &a, "", Some(50))?);
+    let run_at = s.get_job(None, "q", id)?.ok_or("job")?.run_at;
+    assert!((now + 50..=now + 51).contains(&run_at));
+    let id = db.put("c", &QueueOpts { backoff_base_s: 100.0, max_attempts: 5, ..opts() }, "{}")?;
+    let c = db.take("c", "w")?;
+    let now = db.now()?;
+    assert!(s.retry(None, &c, "", None)?);
+    let run_at = s.get_job(None, "c", id)?.ok_or("job")?.run_at;
+    let (lo, hi) = backoff_range(1, 100.0);
+    assert!(run_at >= now + lo && run_at <= now + hi + 1, "{run_at} vs {now}+[{lo},{hi}]");
+    Ok(())
+}
+
+pub fn fail_moves_to_dead_keeping_every_field<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put_job("q", &opts(), NewJob { priority: 7, expires_s: Some(1000), ..job(r#"{"k":"v"}"#) })?;
+    let before = s.get_job(None, "q", id)?.ok_or("job")?;
+    let j = db.take("q", "w")?;
+    assert!(s.fail(None, &j, "bad input")?);
+    assert!(!s.fail(None, &j, "twice")?);
+    let dead = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!(dead.state, JobState::Dead);
+    assert_eq!(dead.payload, r#"{"k":"v"}"#);
+    assert_eq!((dead.priority, dead.attempts, dead.max_attempts), (7, 1, 3));
+    assert_eq!(
+        (dead.enqueued_at, dead.run_at, dead.expires_at),
+        (before.enqueued_at, before.run_at, before.expires_at)
+    );
+    assert_eq!((dead.claimed_at, dead.deadline), (Some(j.claimed_at), Some(j.deadline)));
+    assert_eq!(dead.worker_id.as_deref(), Some("w"));
+    assert_eq!(dead.last_error.as_deref(), Some("bad input"));
+    assert!(dead.died_at.ok_or("died_at")? >= j.claimed_at);
+    assert!(!s.cancel(None, "q", id)?, "cancel never touches dead rows");
+    Ok(())
+}
+
+pub fn release_refunds_the_attempt_not_the_token<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    // A budget of one: the refund is what lets the job be claimed again.
+    let id = db.put("q", &QueueOpts { max_attempts: 1, ..opts() }, "x")?;
+    let a = db.take("q", "w")?;
+    assert!(s.release(&a)?);
+    assert!(!s.release(&a)?);
+    let row = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!((row.state, row.attempts), (JobState::Pending, 0));
+    assert_eq!((row.worker_id.as_deref(), row.deadline, row.claimed_at), (None, None, Some(a.claimed_at)));
+    let b = db.take("q", "w")?;
+    assert_eq!((b.attempts, b.claim_token), (1, 2));
+    assert_eq!(s.ack(None, &[&a])?, 0, "the released handle stays fenced");
+    assert_eq!(s.ack(None, &[&b])?, 1);
+    Ok(())
+}
+
+pub fn cancel_then_ack_is_false<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let pending = db.put("q", &opts(), "p")?;
+    let held = db.put("q", &opts(), "h")?;
+    let j = s.claim("q", "w", 2)?.into_iter().find(|j| j.id == held).ok_or("held")?;
+    assert!(s.release(&j)?);
+    let j = s.claim("q", "w", 2)?.into_iter().find(|j| j.id == held).ok_or("held")?;
+    assert!(!s.cancel(None, "other", held)?, "cancel touches this queue only");
+    assert!(s.cancel(None, "q", held)?);
+    assert!(s.cancel(None, "q", pending)?);
+    assert!(!s.cancel(None, "q", pending)?);
+    assert_eq!(s.ack(None, &[&j])?, 0);
+    assert_eq!(s.heartbeat(&j, Some(10))?, None);
+    assert!(s.get_job(None, "q", held)?.is_none(), "cancel records no dead row");
+    assert_eq!(s.stats("q")?, QueueStats::default());
+    Ok(())
+}
+
+pub fn ack_batch_counts_only_valid_handles<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    s.enqueue(None, "q", &opts(), &[job("0"), job("1"), job("2"), job("3")])?;
+    let js = s.claim("q", "w", 4)?;
+    assert!(s.cancel(None, "q", js[1].id)?);
+    assert!(s.release(&js[2])?);
+    // The first handle twice: it lands once.
+    let refs: Vec<_> = js.iter().chain(js.iter().take(1)).collect();
+    assert_eq!(s.ack(None, &refs)?, 2);
+    assert_eq!(s.ack(None, &refs)?, 0);
+    let st = s.stats("q")?;
+    assert_eq!((st.pending, st.scheduled, st.processing, st.dead), (1, 0, 0, 0), "only the released job is left");
+    Ok(())
+}
+
+/// The front's duration bound on handle, lock and wait arguments (ADR 0011).
+pub fn handle_lock_and_wait_arguments_are_bounded<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    db.put("q", &opts(), "x")?;
+    let c = db.take("q", "w")?;
+    names(s.heartbeat(&c, Some(MAX_DURATION_S + 1)), "extend");
+    names(s.retry(None, &c, "", Some(i64::MAX)), "delay");
+    names(s.lock_acquire("l", "me", MAX_DURATION_S + 1), "ttl_s");
+    names(s.advance_clock(i64::MIN), "seconds");
+    let never = || false;
+    let spec = WaitSpec { timeout: Some(Duration::MAX), stops: &[], interrupted: &never };
+    names(s.claim_wait("q", "w", 1, &spec), "timeout");
+    // At the bound everything works.
+    assert!(s.heartbeat(&c, Some(MAX_DURATION_S))?.is_some());
+    s.lock_acquire("l", "me", MAX_DURATION_S)?;
+    let stop = StopToken::default();
+    stop.stop();
+    let spec =
+        WaitSpec { timeout: Some(Duration::from_secs(MAX_DURATION_S as u64)), stops: &[&stop], interrupted: &never };
+    assert!(s.claim_wait("q", "w", 1, &spec)?.is_empty());
+    assert!(s.retry(None, &c, "", Some(MAX_DURATION_S))?);
+    Ok(())
+}

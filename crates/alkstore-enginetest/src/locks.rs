@@ -1,0 +1,36 @@
+//! TTL locks (SPEC §10), judged by each handle's own database clock.
+
+use alkstore_core::{Error, Result};
+
+use crate::{Db, Harness, TestResult};
+
+/// Whether the lock was refused as held by another owner.
+fn held(r: Result<()>) -> bool {
+    matches!(r, Err(Error::LockHeld { .. }))
+}
+
+pub fn lock_lease_rules<H: Harness>(db: &Db<H>) -> TestResult {
+    let (a, b) = (&db.store, db.reopen()?);
+    a.lock_acquire("l", "me", 30)?;
+    assert!(held(b.lock_acquire("l", "you", 30)), "held by another owner");
+    b.lock_acquire("l", "me", 30)?;
+    assert!(a.lock_renew("l", "me", 30)?);
+    assert!(!a.lock_renew("l", "you", 30)?);
+    // Past the lease on b's clock: lapsed, so another owner takes it.
+    b.advance_clock(31)?;
+    b.lock_acquire("l", "you", 30)?;
+    assert!(!a.lock_renew("l", "me", 30)?, "lost");
+    assert!(!a.lock_release("l", "me")?);
+    assert!(a.lock_release("l", "you")?);
+    a.lock_acquire("l", "me", 30)?;
+    Ok(())
+}
+
+pub fn a_lapsed_lease_is_not_renewed_even_when_nobody_took_it<H: Harness>(db: &Db<H>) -> TestResult {
+    let b = db.reopen()?;
+    db.store.lock_acquire("l", "me", 10)?;
+    b.advance_clock(11)?;
+    assert!(!b.lock_renew("l", "me", 10)?, "past expires_at on b's clock");
+    assert!(db.store.lock_renew("l", "me", 10)?, "still inside it on a's");
+    Ok(())
+}

@@ -1,0 +1,117 @@
+//! Schedules (SPEC §8): registration keeps or moves the next boundary, and a
+//! tick fires each due boundary exactly once, capped.
+
+use std::sync::Barrier;
+
+use alkstore_core::schedule::{next_boundary_after, MAX_CATCH_UP};
+use alkstore_core::{NewSchedule, ScheduleRow, Store, TickReport};
+
+use crate::{Db, Harness, TestResult};
+
+/// One tick. The front has no tick of its own (the runner's loop calls the
+/// engine), so this is the domain's one raw engine call.
+fn tick(s: &Store) -> alkstore_core::Result<TickReport> {
+    s.engine().schedule_tick()
+}
+
+fn every(name: &str, spec: &str) -> NewSchedule {
+    NewSchedule {
+        name: name.to_owned(),
+        spec: spec.to_owned(),
+        queue: "q".to_owned(),
+        payload: r#"{"tick":1}"#.to_owned(),
+        priority: 7,
+        max_attempts: Some(9),
+        expires_s: None,
+    }
+}
+
+fn stored(s: &Store, name: &str) -> TestResult<ScheduleRow> {
+    Ok(s.schedules()?.into_iter().find(|r| r.name == name).ok_or("schedule stored")?)
+}
+
+pub fn upsert_keeps_the_boundary_for_the_same_interval<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let before = db.now()?;
+    s.schedule(None, &every("s", "@every 60s"))?;
+    let first = stored(s, "s")?;
+    assert_eq!(first.interval_s, 60);
+    assert!(first.next_fire_at > before && first.next_fire_at % 60 == 0);
+    assert!(first.next_fire_at <= next_boundary_after(db.now()?, 60));
+    db.clock(600)?;
+    s.schedule(None, &NewSchedule { priority: 1, ..every("s", "@every 1m") })?;
+    let again = stored(s, "s")?;
+    assert_eq!(again.next_fire_at, first.next_fire_at, "kept");
+    assert_eq!((again.spec.as_str(), again.priority), ("@every 1m", 1));
+    s.schedule(None, &every("s", "@every 7s"))?;
+    let changed = stored(s, "s")?;
+    assert_eq!(changed.next_fire_at, next_boundary_after(db.now()?, 7));
+    assert!(s.unschedule(None, "s")?);
+    assert!(!s.unschedule(None, "s")?);
+    Ok(())
+}
+
+pub fn tick_fires_due_boundaries_with_the_row_stamps<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    s.schedule(None, &every("s", "@every 10s"))?;
+    let nf = stored(s, "s")?.next_fire_at;
+    assert_eq!(tick(s)?.fired, 0, "nothing due yet");
+    db.clock(nf - db.now()? + 25)?; // boundaries nf, nf+10, nf+20
+    let r = tick(s)?;
+    assert_eq!((r.fired, r.skipped, r.next_due), (3, 0, Some(nf + 30)));
+    let jobs = s.claim("q", "w", 10)?;
+    assert_eq!(jobs.len(), 3);
+    for j in &jobs {
+        assert_eq!((j.priority, j.max_attempts, j.visibility_timeout_s), (7, 9, 300));
+        assert_eq!(j.payload, r#"{"tick":1}"#);
+    }
+    assert_eq!(tick(s)?.fired, 0, "a second tick fires nothing");
+    Ok(())
+}
+
+pub fn catch_up_is_capped<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    s.schedule(None, &every("s", "@every 10s"))?;
+    db.clock(200 * 10)?;
+    let r = tick(s)?;
+    assert_eq!(r.fired, MAX_CATCH_UP as i64);
+    assert!(r.skipped >= 200 - 64);
+    assert!(r.next_due.ok_or("a next boundary")? > db.now()?);
+    assert_eq!(s.stats("q")?.pending, MAX_CATCH_UP as i64);
+    Ok(())
+}
+
+/// Two tickers with no leadership lock, racing on every boundary: the
+/// conditional advance under the row lock fires each boundary once.
+pub fn rogue_tickers_fire_each_boundary_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let other = db.reopen()?;
+    let stores = [&db.store, &other];
+    db.store.schedule(None, &every("s", "@every 10s"))?;
+    let first = stored(&db.store, "s")?.next_fire_at;
+    let rounds = 30;
+    let barrier = Barrier::new(stores.len());
+    let fired = std::thread::scope(|scope| {
+        let threads: Vec<_> = stores
+            .iter()
+            .map(|s| {
+                let barrier = &barrier;
+                scope.spawn(move || -> alkstore_core::Result<i64> {
+                    let mut fired = 0;
+                    for _ in 0..rounds {
+                        s.advance_clock(10)?;
+                        barrier.wait();
+                        fired += tick(s)?.fired;
+                    }
+                    Ok(fired)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("ticker thread")).sum::<alkstore_core::Result<i64>>()
+    })?;
+    let last = stored(&db.store, "s")?.next_fire_at;
+    let boundaries = (last - first) / 10;
+    assert!(boundaries >= rounds - 1, "the clock moved {rounds} intervals");
+    assert_eq!(fired, boundaries);
+    assert_eq!(db.store.stats("q")?.pending, boundaries);
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! Streams (SPEC §9): offsets in commit order, never reused, per-consumer
+//! saved offsets that only move forward.
+
+use std::time::Duration;
+
+use crate::{Db, Harness, TestResult};
+
+pub fn publish_read_offsets_trim<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    assert_eq!(s.publish(None, "s", None, "1")?, 1);
+    assert_eq!(s.publish(None, "s", Some("k"), "2")?, 2);
+    assert_eq!(s.publish(None, "other", None, "x")?, 1);
+    let got = s.read(None, "s", 0, 10)?;
+    assert_eq!(got.iter().map(|ev| ev.offset).collect::<Vec<_>>(), [1, 2]);
+    assert_eq!(got[1].key.as_deref(), Some("k"));
+    assert_eq!(s.read(None, "s", 1, 10)?.len(), 1);
+    assert_eq!(s.read(None, "s", 0, 1)?.len(), 1);
+
+    assert_eq!(s.get_offset(None, "s", "c")?, 0);
+    s.save_offset(None, "s", "c", 2)?;
+    s.save_offset(None, "s", "c", 1)?;
+    assert_eq!(s.get_offset(None, "s", "c")?, 2);
+
+    assert_eq!(s.trim_to("s", 3)?, 2);
+    assert!(s.read(None, "s", 0, 10)?.is_empty());
+    // The head row survives the trim: offsets are never reused.
+    assert_eq!(s.publish(None, "s", None, "3")?, 3);
+    Ok(())
+}
+
+pub fn rolled_back_publish_leaves_no_gap<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    assert_eq!(s.publish(None, "s", None, "1")?, 1);
+    let mut tx = s.begin()?;
+    assert_eq!(s.publish(Some(&mut tx), "s", None, "2")?, 2);
+    assert_eq!(s.read(Some(&mut tx), "s", 0, 10)?.len(), 2);
+    tx.rollback()?;
+    assert_eq!(s.read(None, "s", 0, 10)?.len(), 1);
+    assert_eq!(s.publish(None, "s", None, "2")?, 2);
+    Ok(())
+}
+
+/// A publisher whose transaction is open holds the stream's head: a second
+/// publisher waits for its commit and then takes the next offset.
+pub fn second_publisher_waits_for_the_first_commit<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let mut tx = s.begin()?;
+    assert_eq!(s.publish(Some(&mut tx), "s", None, "first")?, 1);
+    std::thread::scope(|scope| -> TestResult {
+        let second = scope.spawn(|| s.publish(None, "s", None, "second"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!second.is_finished(), "the second publisher must wait for the head row");
+        tx.commit()?;
+        assert_eq!(second.join().map_err(|_| "publisher thread panicked")??, 2);
+        Ok(())
+    })?;
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! Waking waiters (SPEC §5): commits feed the store's wake hub, and
+//! `next_wake` names the earliest instant a queue gains work without one.
+
+use std::time::{Duration, Instant};
+
+use alkstore_core::{NewJob, ReadyAt, StopToken, WaitSpec, WakeHub};
+
+use crate::{job, opts, Db, Harness, TestResult};
+
+/// Waits up to `within` for `hub` to move past `seen`.
+fn bumped(hub: &WakeHub, seen: u64, within: Duration) -> bool {
+    hub.wait(seen, Instant::now() + within)
+}
+
+/// `next_wake` is engine-only (the front's wait loop calls it): this
+/// domain's one raw engine call.
+pub fn next_wake_is_the_earliest_future_ready_time_or_lease_end<H: Harness>(db: &Db<H>) -> TestResult {
+    let next_wake = |q: &str| db.engine().next_wake(q);
+    let q = alkstore_core::QueueOpts { visibility_timeout_s: 100, ..opts() };
+    assert_eq!(next_wake("q")?, None);
+    db.put("q", &q, "ready now")?;
+    assert_eq!(next_wake("q")?, None, "ready work is not a future wake");
+    let now = db.now()?;
+    let later = |p: i32, at: i64| NewJob { priority: p, ready: ReadyAt::At(at), ..job("later") };
+    db.store.enqueue(None, "q", &q, &[later(5, now + 500), later(0, now + 300), later(-2, now + 400)])?;
+    db.store.enqueue(None, "q", &q, &[NewJob { ready: ReadyAt::Delay(350), ..job("delayed") }])?;
+    assert_eq!(next_wake("q")?, Some(now + 300));
+    assert_eq!(next_wake("other")?, None);
+    // Claiming the ready job adds a lease ending before the earliest run_at:
+    // a lease that lapses sooner than any delayed job wins.
+    let c = db.take("q", "w")?;
+    assert!(c.deadline + 1 < now + 300);
+    assert_eq!(next_wake("q")?, Some(c.deadline + 1));
+    db.clock(1000)?;
+    assert_eq!(next_wake("q")?, None, "everything is due: nothing in the future");
+    Ok(())
+}
+
+pub fn commits_wake_the_hub_and_rollbacks_do_not<H: Harness>(db: &Db<H>) -> TestResult {
+    let hub = db.store.wakes()?;
+    // Another store handle (its own connections) does the writing.
+    let writer = db.reopen()?;
+    let seen = hub.generation();
+    let mut tx = writer.begin()?;
+    writer.enqueue(Some(&mut tx), "q", &opts(), &[job("{}")])?;
+    assert!(!bumped(&hub, seen, Duration::from_millis(300)), "nothing before commit");
+    tx.rollback()?;
+    assert!(!bumped(&hub, seen, Duration::from_millis(300)), "nothing for a rollback");
+    writer.enqueue(None, "q", &opts(), &[job("{}")])?;
+    assert!(bumped(&hub, seen, Duration::from_secs(5)), "an enqueue commit wakes");
+    let seen = hub.generation();
+    let c = writer.claim("q", "w", 1)?.pop().ok_or("claim")?;
+    assert!(writer.release(&c)?);
+    assert!(bumped(&hub, seen, Duration::from_secs(5)), "a release makes work claimable");
+    Ok(())
+}
+
+pub fn a_waiting_claim_is_woken_by_another_stores_commit<H: Harness>(db: &Db<H>) -> TestResult {
+    // A long safety-net poll, so only the wake can explain a quick claim.
+    let store = db.reopen_with(|o| o.poll_interval_s = 30.0)?;
+    let writer = db.reopen()?;
+    let never = || false;
+    let stop = StopToken::new();
+    let (claimed, id) = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            // Without a wake this would wait out the full timeout and return nothing.
+            let spec = WaitSpec { timeout: Some(Duration::from_secs(20)), stops: &[&stop], interrupted: &never };
+            store.claim_wait("q", "w", 1, &spec)
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let id = writer.enqueue(None, "q", &opts(), &[job("{}")]);
+        (waiter.join().map_err(|_| "waiter panicked"), id)
+    });
+    assert_eq!(claimed??.iter().map(|c| c.id).collect::<Vec<_>>(), id?);
+    Ok(())
+}
+
+/// A caller that already stopped gets nothing, and nothing is claimed for it (ADR 0010).
+pub fn a_stopped_caller_claims_nothing_whatever_the_timeout<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &opts(), "{}")?;
+    let stop = StopToken::new();
+    stop.stop();
+    let never = || false;
+    for timeout in [Some(Duration::ZERO), Some(Duration::from_secs(5)), None] {
+        let got = s.claim_wait("q", "w", 1, &WaitSpec { timeout, stops: &[&stop], interrupted: &never })?;
+        assert!(got.is_empty(), "claimed for a stopped caller with timeout {timeout:?}");
+    }
+    assert_eq!(s.stats("q")?.processing, 0);
+    // The job is still there for a caller that has not stopped.
+    let got =
+        s.claim_wait("q", "w", 1, &WaitSpec { timeout: Some(Duration::ZERO), stops: &[], interrupted: &never })?;
+    assert_eq!(got.iter().map(|c| (c.id, c.attempts)).collect::<Vec<_>>(), vec![(id, 1)]);
+    Ok(())
+}
