@@ -2,8 +2,8 @@
 //!
 //! Each trait method picks its connection — the caller's transaction's, or
 //! one checked out of the pool for this call — blocks on the runtime the
-//! store was opened on while the op's single statement runs, and scrubs the
-//! password out of any error on the way out.
+//! store was opened on while the op's single statement runs, and lets any
+//! error out through the store's [`Exit`], which scrubs the password.
 //!
 //! In a process forked after the store opened, every call is refused (the
 //! runtime refuses), and `close` and drop leave the pool and the LISTEN task
@@ -14,18 +14,19 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Redactor, Result, Swept, Tx,
-    WakeHub,
+    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
 };
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
-use crate::ctx::Ctx;
-use crate::error::{pg_error, pool_error};
+use crate::conn::{self, Ctx};
+use crate::error::{pg_error, pool_error, Exit};
+use crate::open::{self, Opened};
+use crate::ops::Statements;
+use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::runtime::Rt;
-use crate::sql::Statements;
 use crate::tx::PgTx;
-use crate::{claim, enqueue, handle, listen, migrate, pool, reads, sweep};
+use crate::wake;
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
@@ -40,15 +41,14 @@ pub struct PgEngine {
     sql: Statements,
     /// `_advance_clock` total; tests only.
     offset: AtomicI64,
-    redactor: Redactor,
+    /// Every error leaves through it (`error.rs`).
+    exit: Exit,
     /// For messages and Debug: the URL with its password masked.
     url: String,
     /// For the LISTEN connection, which lives outside the pool.
     config: tokio_postgres::Config,
     /// The store's notification channel.
     channel: String,
-    /// The stream statements (`streams.rs`).
-    pub(crate) streams: crate::streams::StreamSql,
     /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
     listen: bool,
     /// Whether the LISTEN task was started (once per engine).
@@ -68,45 +68,19 @@ impl std::fmt::Debug for PgEngine {
 impl PgEngine {
     /// Connects, migrates the schema and returns the engine.
     pub fn open(url: &str, options: &OpenOptions) -> Result<Self> {
-        let redactor = Redactor::for_url(url);
+        let exit = Exit::for_url(url);
         let shown = redact_url(url);
-        let config = pool::pg_config(url, &redactor)?;
-        let pool = pool::build(config.clone(), options.pool_size)?;
-        let schema = options.schema.clone();
-        let rt = Rt::current()?;
-        let must_exist = options.must_exist;
-        let migrated = rt.block_on(async {
-            let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
-            if must_exist {
-                migrate::check_existing(&conn, &schema).await
-            } else {
-                migrate::migrate(&mut conn, &schema).await
-            }
-        })?;
-        if let Err(e) = migrated {
-            pool.close();
-            let e = match e {
-                Error::ConnectionLost { message } => {
-                    Error::ConnectionLost { message: format!("could not open Postgres store at {shown}: {message}") }
-                }
-                Error::Database { code, message } => {
-                    Error::Database { code, message: format!("could not open Postgres store at {shown}: {message}") }
-                }
-                other => other,
-            };
-            return Err(redactor.scrub(e));
-        }
+        let Opened { rt, pool, config } = open::open_pool(url, &shown, options, &exit)?;
         Ok(PgEngine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             rt,
             pool: ManuallyDrop::new(pool),
             sql: Statements::new(&options.schema),
             offset: AtomicI64::new(0),
-            redactor,
+            exit,
             url: shown,
             config,
-            channel: listen::channel(&options.schema),
-            streams: crate::streams::StreamSql::new(&options.schema),
+            channel: wake::channel(&options.schema),
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: ManuallyDrop::new(watch::Sender::new(false)),
@@ -117,17 +91,17 @@ impl PgEngine {
     /// connection held for just this call.
     pub(crate) fn run<T>(&self, tx: Option<&mut dyn Tx>, op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>) -> Result<T> {
         let offset = self.offset.load(Ordering::SeqCst);
-        let r = match tx {
+        match tx {
             Some(t) => {
                 let t = self.own_tx(t)?;
                 let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
-                let r = self.rt.block_on(op(&cx))?;
+                let r = self.exit.block_on(self.rt, op(&cx));
                 if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
                     t.mark_failed();
                 }
                 r
             }
-            None => self.rt.block_on(async {
+            None => self.exit.block_on(self.rt, async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
                 let r = op(&Ctx { client: &conn, sql: &self.sql, offset }).await;
                 if matches!(r, Err(Error::ConnectionLost { .. })) {
@@ -137,9 +111,8 @@ impl PgEngine {
                     drop(Object::take(conn));
                 }
                 r
-            })?,
-        };
-        r.map_err(|e| self.redactor.scrub(e))
+            }),
+        }
     }
 
     /// `t` as this engine's own transaction type.
@@ -158,23 +131,20 @@ impl Engine for PgEngine {
 
     fn begin(&self) -> Result<Box<dyn Tx>> {
         let marker = PgTx::next_marker();
-        let conn = self
-            .rt
-            .block_on(async {
-                let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-                match conn.batch_execute(&PgTx::begin_sql(&marker)).await {
-                    Ok(()) => Ok(conn),
-                    Err(e) => {
-                        let e = pg_error(&e);
-                        if matches!(e, Error::ConnectionLost { .. }) {
-                            drop(Object::take(conn));
-                        }
-                        Err(e)
+        let conn = self.exit.block_on(self.rt, async {
+            let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
+            match conn.batch_execute(&PgTx::begin_sql(&marker)).await {
+                Ok(()) => Ok(conn),
+                Err(e) => {
+                    let e = pg_error(&e);
+                    if matches!(e, Error::ConnectionLost { .. }) {
+                        drop(Object::take(conn));
                     }
+                    Err(e)
                 }
-            })?
-            .map_err(|e| self.redactor.scrub(e))?;
-        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.redactor.clone(), marker)))
+            }
+        })?;
+        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.exit.clone(), marker)))
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
@@ -200,7 +170,7 @@ impl Engine for PgEngine {
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
-        self.run(tx, async |cx| handle::kill(cx, job, error).await)
+        self.run(tx, async |cx| handle::fail(cx, job, error).await)
     }
 
     fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
@@ -212,7 +182,7 @@ impl Engine for PgEngine {
     }
 
     fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
-        self.run(tx, async |cx| enqueue::cancel(cx, queue, id).await)
+        self.run(tx, async |cx| cancel::cancel(cx, queue, id).await)
     }
 
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
@@ -244,7 +214,7 @@ impl Engine for PgEngine {
         if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
             return Ok(());
         }
-        listen::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        wake::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
     }
 
@@ -257,7 +227,7 @@ impl Engine for PgEngine {
     }
 
     fn now(&self) -> Result<i64> {
-        self.run(None, async |cx| reads::now(cx).await)
+        self.run(None, async |cx| conn::now(cx).await)
     }
 
     fn close(&self) {

@@ -4,16 +4,69 @@
 //! an I/O error, or the server said class `08` (connection exception) or
 //! `57P` (operator intervention: shutdown, `pg_terminate_backend`) — becomes
 //! `ConnectionLost`, so the caller can tell "retry later" from "your SQL is
-//! wrong". And no message may carry the URL's password: every message leaving
-//! the engine passes through the core's [`Redactor::scrub`] (tokio-postgres
-//! does not echo passwords today, but a config error or a server message
-//! could quote the input; scrubbing at the engine boundary makes the
-//! guarantee independent of the driver).
+//! wrong". And no message may carry the URL's password: every error leaving
+//! the engine passes through [`Exit`], the only user of the core's
+//! [`Redactor`] here (tokio-postgres does not echo passwords today, but a
+//! config error or a server message could quote the input; scrubbing at the
+//! engine boundary makes the guarantee independent of the driver). Every
+//! call of the engine, of a transaction and of open blocks on the runtime
+//! through [`Exit::block_on`], so no path out can skip it.
 
 use std::error::Error as StdError;
+use std::future::Future;
 
-use alkstore_core::Error;
+use alkstore_core::{redact_url, Error, Redactor, Result};
 use deadpool_postgres::PoolError;
+
+use crate::runtime::Rt;
+
+/// The one way out for a store's errors: the URL's passwords leave every
+/// message. One per store, shared with its transactions.
+#[derive(Clone, Debug)]
+pub(crate) struct Exit {
+    redactor: Redactor,
+}
+
+impl Exit {
+    /// The exit of the store opened at `url`.
+    pub(crate) fn for_url(url: &str) -> Self {
+        Exit { redactor: Redactor::for_url(url) }
+    }
+
+    /// `r` as it may leave the engine: its message without a password.
+    pub(crate) fn leave<T>(&self, r: Result<T>) -> Result<T> {
+        r.map_err(|e| self.redactor.scrub(e))
+    }
+
+    /// Runs `fut` on `rt`, blocking this thread, and lets its outcome out
+    /// through [`Exit::leave`]. The runtime's own refusal (a forked process,
+    /// `runtime.rs`) quotes nothing and passes as it is.
+    pub(crate) fn block_on<T>(&self, rt: Rt, fut: impl Future<Output = Result<T>>) -> Result<T> {
+        self.leave(rt.block_on(fut)?)
+    }
+
+    /// A URL the driver cannot parse. Its words are not passed through
+    /// verbatim: they may quote the input, password included.
+    pub(crate) fn bad_url(&self, url: &str, e: &tokio_postgres::Error) -> Error {
+        let source = e.source().map(|s| s.to_string()).unwrap_or_default();
+        let detail = self.redactor.scrub_text(&format!("{e}: {source}"));
+        Error::database(None, format!("invalid Postgres URL {}: {detail}", redact_url(url)))
+    }
+}
+
+/// Prefixes an error raised while opening the store at `url` (shown with its
+/// password masked), so the message says which store could not be opened.
+pub(crate) fn at_open(url: &str, e: Error) -> Error {
+    match e {
+        Error::ConnectionLost { message } => {
+            Error::ConnectionLost { message: format!("could not open Postgres store at {url}: {message}") }
+        }
+        Error::Database { code, message } => {
+            Error::Database { code, message: format!("could not open Postgres store at {url}: {message}") }
+        }
+        other => other,
+    }
+}
 
 /// Whether a SQLSTATE means the session is gone rather than the statement refused.
 fn is_connection_code(code: &str) -> bool {
@@ -80,6 +133,30 @@ fn with_sources(e: &dyn StdError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An open failure names the store, and nothing that leaves quotes the password.
+    #[test]
+    fn the_exit_scrubs_and_open_errors_name_the_store() {
+        let url = "postgresql://bob:s3cret@h/db";
+        let exit = Exit::for_url(url);
+        let lost = Error::ConnectionLost { message: "password s3cret refused".into() };
+        assert_eq!(
+            exit.leave::<()>(Err(at_open(&redact_url(url), lost))),
+            Err(Error::ConnectionLost {
+                message: "could not open Postgres store at postgresql://bob:***@h/db: password *** refused".into()
+            })
+        );
+        let bad = "postgresql://bob:s3cret@h:notaport/db";
+        let parsed = <tokio_postgres::Config as std::str::FromStr>::from_str(bad);
+        let Err(driver) = parsed else { panic!("{bad} must not parse") };
+        match Exit::for_url(bad).bad_url(bad, &driver) {
+            Error::Database { code: None, message } => {
+                assert!(message.starts_with("invalid Postgres URL postgresql://bob:***@h:notaport/db: "), "{message}");
+                assert!(!message.contains("s3cret"), "{message}");
+            }
+            other => panic!("expected Database, got {other:?}"),
+        }
+    }
 
     #[test]
     fn connection_codes() {

@@ -11,34 +11,27 @@
 //! crate converts and releases the GIL) and never re-implements contract
 //! rules that `alkstore-core` owns (validation, the retry curve).
 
-mod claim;
-mod ctx;
+mod conn;
 mod engine;
-mod enqueue;
 mod error;
-mod handle;
-mod listen;
-mod locks;
 mod migrate;
+mod open;
+mod ops;
 mod params;
 mod pool;
-mod reads;
 mod rows;
 mod runtime;
-mod schedules;
-mod sql;
-mod streams;
-mod sweep;
 #[cfg(test)]
 mod testing;
 mod tx;
+mod wake;
 
 use std::sync::Arc;
 
 use alkstore_core::{Engine, OpenOptions, Result};
 
 pub use engine::PgEngine;
-pub use migrate::LATEST_VERSION;
+pub use migrate::SCHEMA_VERSION;
 pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 
 /// Opens (creating or migrating) the Postgres store at `url`, in the schema

@@ -11,19 +11,22 @@ use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 
 use crate::error::pg_error;
-use crate::sql::quote_ident;
+use crate::ops::quote_ident;
 
-/// `(version, sql)` in order; `__SCHEMA__` stands for the quoted schema.
+/// The migrations this build knows, in order: migration N is
+/// `migrations/000N_*.sql`; `__SCHEMA__` stands for the quoted schema.
+/// Never edit a released one: add the next number instead.
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
 ];
 
-/// The newest schema version this build knows.
-pub const LATEST_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+/// The schema version this build writes: the last migration's number. A
+/// store with a higher one was written by a newer alkstore and is refused.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
-/// Brings `schema` to [`LATEST_VERSION`], or refuses a newer one.
+/// Brings `schema` to [`SCHEMA_VERSION`], or refuses a newer one.
 pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     let pg = |e: tokio_postgres::Error| pg_error(&e);
     let quoted = quote_ident(schema);
@@ -66,16 +69,16 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
             })?
         }
     };
-    if current > LATEST_VERSION {
+    if current > SCHEMA_VERSION {
         return Err(Error::database(
             None,
             format!(
                 "schema {quoted} was written by a newer alkstore (schema version {current}; this build knows up to \
-                 {LATEST_VERSION}); refusing to open it — upgrade alkstore"
+                 {SCHEMA_VERSION}); refusing to open it — upgrade alkstore"
             ),
         ));
     }
-    if current == LATEST_VERSION {
+    if current == SCHEMA_VERSION {
         // Nothing to change; the transaction (and the lock) end here.
         return tx.commit().await.map_err(pg);
     }
@@ -93,7 +96,7 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1::text) \
              ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
         ),
-        &[&LATEST_VERSION.to_string()],
+        &[&SCHEMA_VERSION.to_string()],
     )
     .await
     .map_err(pg)?;
@@ -125,8 +128,8 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
     let version = text.parse::<i64>().map_err(|_| {
         Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
     })?;
-    if version != LATEST_VERSION {
-        let what = if version > LATEST_VERSION {
+    if version != SCHEMA_VERSION {
+        let what = if version > SCHEMA_VERSION {
             "upgrade alkstore to read it"
         } else {
             "open it once with alkstore.open() (a worker does) to upgrade it"
@@ -134,10 +137,37 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
         return Err(Error::database(
             None,
             format!(
-                "schema {quoted} has schema version {version} and this alkstore writes {LATEST_VERSION}: {what}; \
+                "schema {quoted} has schema version {version} and this alkstore writes {SCHEMA_VERSION}: {what}; \
                  this command writes nothing"
             ),
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Migration N is `src/migrations/000N_*.sql` and `MIGRATIONS[N - 1]`:
+    /// every file is listed, in order, with no gap, and the schema version is
+    /// the last number.
+    #[test]
+    fn migration_files_are_numbered_one_to_n() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            files.push(entry?.file_name().into_string().map_err(|n| format!("not UTF-8: {n:?}"))?);
+        }
+        files.sort();
+        assert_eq!(files.len(), MIGRATIONS.len(), "{files:?}");
+        for (i, (file, (n, sql))) in files.iter().zip(MIGRATIONS).enumerate() {
+            let want = i64::try_from(i)? + 1;
+            assert_eq!(*n, want, "{file}");
+            assert!(file.starts_with(&format!("{want:04}_")) && file.ends_with(".sql"), "{file}");
+            assert_eq!(std::fs::read_to_string(dir.join(file))?, *sql, "{file} is not migration {want}");
+        }
+        assert_eq!(SCHEMA_VERSION, i64::try_from(MIGRATIONS.len())?);
+        Ok(())
+    }
 }

@@ -12,9 +12,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use alkstore_core::{redact_url, Error, Redactor, Result};
+use alkstore_core::{Error, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
+
+use crate::error::Exit;
 
 /// How long making one connection may take before the call fails, unless the
 /// URL sets `connect_timeout` itself.
@@ -23,13 +25,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shown in `pg_stat_activity` unless the URL names another application.
 const APPLICATION_NAME: &str = "alkstore";
 
-/// Parses `url` into a driver config. The driver's parse errors are not
-/// passed through verbatim: they may quote the input, password included.
-pub fn pg_config(url: &str, redactor: &Redactor) -> Result<tokio_postgres::Config> {
-    let mut config = tokio_postgres::Config::from_str(url).map_err(|e| {
-        let detail = redactor.scrub_text(&format!("{e}: {}", source_text(&e)));
-        Error::database(None, format!("invalid Postgres URL {}: {detail}", redact_url(url)))
-    })?;
+/// Parses `url` into a driver config; a parse error leaves through
+/// [`Exit::bad_url`].
+pub fn pg_config(url: &str, exit: &Exit) -> Result<tokio_postgres::Config> {
+    let mut config = tokio_postgres::Config::from_str(url).map_err(|e| exit.bad_url(url, &e))?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
@@ -37,10 +36,6 @@ pub fn pg_config(url: &str, redactor: &Redactor) -> Result<tokio_postgres::Confi
         config.application_name(APPLICATION_NAME);
     }
     Ok(config)
-}
-
-fn source_text(e: &tokio_postgres::Error) -> String {
-    std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default()
 }
 
 /// A pool of at most `size` connections for `config`.

@@ -1,6 +1,6 @@
 //! Result rows of the engine's own statements to the core's value types.
 //!
-//! Column positions match the lists in [`crate::sql`]. `try_get` rather
+//! Column positions match the lists in [`crate::ops`]. `try_get` rather
 //! than `get`: a schema that drifted from the code must be an error, not a
 //! panic inside the caller's thread.
 

@@ -67,7 +67,7 @@ impl Fixture {
     /// 20 000 rows over 20 queues, a quarter leased, some expiring, plus
     /// dead rows with retention; analyzed, so the planner sees a real table.
     pub fn fill(&self) -> TestResult {
-        let s = crate::sql::quote_ident(&self.schema);
+        let s = crate::ops::quote_ident(&self.schema);
         self.batch(&format!(
             "INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
                visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline, expires_at) \

@@ -18,11 +18,11 @@
 use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use alkstore_core::{Error, Redactor, Result, SqlRow, SqlValue, Tx};
+use alkstore_core::{Error, Result, SqlRow, SqlValue, Tx};
 use deadpool_postgres::{ClientWrapper, Object};
 use tokio_postgres::types::ToSql;
 
-use crate::error::pg_error;
+use crate::error::{pg_error, Exit};
 use crate::params::{Cell, Param};
 use crate::runtime::Rt;
 
@@ -46,7 +46,8 @@ pub struct PgTx {
     engine_id: u64,
     /// The runtime of the process that began it (and opened the store).
     rt: Rt,
-    redactor: Redactor,
+    /// The store's way out for errors (`error.rs`).
+    exit: Exit,
     /// A statement failed: Postgres has aborted the transaction, so COMMIT
     /// would silently roll back. We refuse it instead.
     failed: bool,
@@ -74,8 +75,8 @@ impl PgTx {
     }
 
     /// Wraps a connection on which [`PgTx::begin_sql`] for `marker` already ran.
-    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, redactor: Redactor, marker: String) -> Self {
-        PgTx { conn: Some(conn), engine_id, rt, redactor, failed: false, marker }
+    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, exit: Exit, marker: String) -> Self {
+        PgTx { conn: Some(conn), engine_id, rt, exit, failed: false, marker }
     }
 
     /// Which engine began this transaction.
@@ -95,11 +96,11 @@ impl PgTx {
 
     fn run<T>(&mut self, f: impl AsyncFnOnce(&ClientWrapper) -> Result<T>) -> Result<T> {
         let client = self.client()?;
-        let r = self.rt.block_on(f(client))?;
+        let r = self.exit.block_on(self.rt, f(client));
         if r.is_err() {
             self.failed = true;
         }
-        r.map_err(|e| self.redactor.scrub(e))
+        r
     }
 
     /// Ends the transaction with `sql` (COMMIT or ROLLBACK). The connection
@@ -107,16 +108,13 @@ impl PgTx {
     fn finish(&mut self, sql: &'static str) -> Result<()> {
         // Checked before the connection leaves `self`: in a forked child it
         // must stay put, for `Drop` to leave it alone.
-        let rt = self.rt.runtime()?;
+        self.rt.runtime()?;
         let conn = self.conn.take().ok_or(Error::TransactionClosed)?;
-        let r = rt.block_on(conn.batch_execute(sql));
-        match r {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                drop(Object::take(conn));
-                Err(self.redactor.scrub(pg_error(&e)))
-            }
+        let r = self.exit.block_on(self.rt, async { conn.batch_execute(sql).await.map_err(|e| pg_error(&e)) });
+        if r.is_err() {
+            drop(Object::take(conn));
         }
+        r
     }
 }
 

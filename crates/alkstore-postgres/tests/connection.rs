@@ -109,7 +109,7 @@ fn reopening_is_idempotent_and_a_newer_schema_is_refused() -> TestResult {
     admin(&format!(
         "UPDATE \"{}\".meta SET value = '{}' WHERE key = 'schema_version'",
         db.schema,
-        alkstore_postgres::LATEST_VERSION + 1
+        alkstore_postgres::SCHEMA_VERSION + 1
     ))?;
     let e = alkstore_postgres::open(&url(), &db.options).err().ok_or("a newer schema must be refused")?;
     let msg = e.to_string();

@@ -22,8 +22,11 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::error::DbResult;
-use crate::sql;
+use crate::tx;
 use crate::wal::WalBound;
+
+/// The database clock plus this handle's test offset.
+pub(crate) const NOW: &str = "SELECT unixepoch() + ?1";
 
 /// A connection slot: `None` once the handle is closed.
 pub(crate) type Slot = Arc<Mutex<Option<Connection>>>;
@@ -111,8 +114,8 @@ pub(crate) enum Scope {
 /// Runs `f` atomically on `conn`: all of its statements land or none do.
 pub(crate) fn atomic<T>(conn: &Connection, scope: Scope, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     let (begin, end) = match scope {
-        Scope::Own => (sql::BEGIN_IMMEDIATE, sql::COMMIT),
-        Scope::Caller => (sql::SAVEPOINT, sql::RELEASE),
+        Scope::Own => (tx::BEGIN_IMMEDIATE, tx::COMMIT),
+        Scope::Caller => (tx::SAVEPOINT, tx::RELEASE),
     };
     conn.prepare_cached(begin).and_then(|mut s| s.execute([])).db()?;
     let result = f(conn).and_then(|v| conn.prepare_cached(end).and_then(|mut s| s.execute([])).db().map(|_| v));
@@ -129,12 +132,12 @@ fn undo(conn: &Connection, scope: Scope) {
         Scope::Own => {
             // SQLite may already have rolled back on its own (e.g. SQLITE_FULL).
             if !conn.is_autocommit() {
-                let _ = conn.execute_batch(sql::ROLLBACK);
+                let _ = conn.execute_batch(tx::ROLLBACK);
             }
         }
         Scope::Caller => {
-            let _ = conn.execute_batch(sql::ROLLBACK_TO);
-            let _ = conn.execute_batch(sql::RELEASE);
+            let _ = conn.execute_batch(tx::ROLLBACK_TO);
+            let _ = conn.execute_batch(tx::RELEASE);
         }
     }
 }
@@ -142,7 +145,7 @@ fn undo(conn: &Connection, scope: Scope) {
 /// The database clock plus `offset`, read once for a multi-statement op.
 #[inline]
 pub(crate) fn now(conn: &Connection, offset: i64) -> Result<i64> {
-    conn.prepare_cached(sql::NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
+    conn.prepare_cached(NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
 }
 
 /// The longest duration the engine stores, about 34,000 years. The Store

@@ -12,8 +12,8 @@ use alkstore_core::{
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
+use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::tx::SqliteTx;
-use crate::{cancel, claim, enqueue, handle, reads, sweep};
 
 /// One open SQLite store handle.
 pub(crate) struct SqliteEngine {
@@ -165,10 +165,7 @@ impl Engine for SqliteEngine {
 
     fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
         let offset = self.offset();
-        self.conns.with_reader(|c| {
-            let now = crate::conn::now(c, offset)?;
-            crate::wake::next_wake(c, queue, now)
-        })
+        self.conns.with_reader(|c| reads::next_wake(c, offset, queue))
     }
 
     fn advance_clock(&self, seconds: i64) {

@@ -13,7 +13,7 @@
 //! - index names carry the `__alkstore_` prefix (`__alkstore_jobs_ready`, …):
 //!   SQLite index names are file-wide and the caller's tables share the file;
 //! - the claim has a single-statement fast path used while the queue has no
-//!   lapsed lease (see `claim.rs`), and the full ADR sequence otherwise;
+//!   lapsed lease (see `ops/claim.rs`), and the full ADR sequence otherwise;
 //! - a dead row stores `state = 'dead'`; every other column is copied as is;
 //! - durations are clamped to about 34,000 years so `now + d` never
 //!   overflows SQLite's integers (a defence only: the Store front refuses
@@ -23,32 +23,21 @@ use std::sync::Arc;
 
 use alkstore_core::{Engine, OpenOptions, Result};
 
-mod cancel;
-mod claim;
 mod conn;
 mod engine;
-mod enqueue;
 mod error;
 mod filelocks;
-mod handle;
-mod locks;
 mod migrate;
 mod open;
-mod reads;
+mod ops;
 mod rows;
-mod schedules;
-mod sql;
-mod streams;
-mod sweep;
 mod tx;
 mod wake;
 mod wal;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
 
-/// The schema version this build of the engine creates and understands;
-/// a file with a higher `schema_version` is refused at open.
-pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
+pub use migrate::SCHEMA_VERSION;
 
 /// Opens (creating or migrating) the SQLite store at `path`.
 ///

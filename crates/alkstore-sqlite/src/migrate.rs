@@ -7,16 +7,18 @@ use rusqlite::{Connection, OptionalExtension};
 use crate::conn::{atomic, Scope};
 use crate::error::DbResult;
 
-/// The migrations this build knows, in order. Never edit a released one: add
-/// the next number instead.
+/// The migrations this build knows, in order: migration N is
+/// `migrations/000N_*.sql`. Never edit a released one: add the next number
+/// instead.
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
 ];
 
-/// The schema version this build writes.
-pub(crate) const SCHEMA_VERSION: i64 = 3;
+/// The schema version this build writes: the last migration's number. A
+/// store with a higher one was written by a newer alkstore and is refused.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
 const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = '__alkstore_meta'";
@@ -104,12 +106,26 @@ fn refuse_newer(version: i64) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// Migration N is `src/migrations/000N_*.sql` and `MIGRATIONS[N - 1]`:
+    /// every file is listed, in order, with no gap, and the schema version is
+    /// the last number.
     #[test]
-    fn migrations_are_numbered_in_order_up_to_the_version() {
-        for (i, (n, _)) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(*n, i as i64 + 1);
+    fn migration_files_are_numbered_one_to_n() -> std::result::Result<(), Box<dyn std::error::Error>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir)? {
+            files.push(entry?.file_name().into_string().map_err(|n| format!("not UTF-8: {n:?}"))?);
         }
-        assert_eq!(MIGRATIONS.last().map(|m| m.0), Some(SCHEMA_VERSION));
+        files.sort();
+        assert_eq!(files.len(), MIGRATIONS.len(), "{files:?}");
+        for (i, (file, (n, sql))) in files.iter().zip(MIGRATIONS).enumerate() {
+            let want = i64::try_from(i)? + 1;
+            assert_eq!(*n, want, "{file}");
+            assert!(file.starts_with(&format!("{want:04}_")) && file.ends_with(".sql"), "{file}");
+            assert_eq!(std::fs::read_to_string(dir.join(file))?, *sql, "{file} is not migration {want}");
+        }
+        assert_eq!(SCHEMA_VERSION, i64::try_from(MIGRATIONS.len())?);
+        Ok(())
     }
 
     /// id, worker_id, deadline, claimed_at.

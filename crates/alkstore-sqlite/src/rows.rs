@@ -1,5 +1,5 @@
 //! Row → value mapping. Column order is fixed by the statements in
-//! [`crate::sql`]; a value of the wrong type (a hand-edited file) becomes a
+//! [`crate::ops`]; a value of the wrong type (a hand-edited file) becomes a
 //! `DatabaseError`, never a panic.
 
 use alkstore_core::{Claimed, Job, JobState, Result};
@@ -7,7 +7,7 @@ use rusqlite::Row;
 
 use crate::error::DbResult;
 
-/// A claimed row, in [`crate::sql::CLAIM`]'s RETURNING order.
+/// A claimed row, in [`crate::ops::claim::CLAIM`]'s RETURNING order.
 #[inline]
 pub(crate) fn claimed(r: &Row<'_>) -> Result<Claimed> {
     let read = || -> rusqlite::Result<Claimed> {
@@ -32,7 +32,7 @@ pub(crate) fn claimed(r: &Row<'_>) -> Result<Claimed> {
     read().db()
 }
 
-/// A live or dead row, in `job_cols!` order plus last_error, died_at.
+/// A live or dead row, in `job_cols!` order (`ops/reads.rs`) plus last_error, died_at.
 pub(crate) fn job(r: &Row<'_>) -> Result<Job> {
     let state: String = r.get(2).db()?;
     let read = || -> rusqlite::Result<Job> {

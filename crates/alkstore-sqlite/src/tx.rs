@@ -13,7 +13,20 @@ use rusqlite::{params_from_iter, Connection, ToSql};
 
 use crate::conn::Slot;
 use crate::error::DbResult;
-use crate::sql;
+
+/// Starts an own write transaction: takes the file's write lock up front so
+/// two processes never interleave, and waits `busy_timeout` for it.
+pub(crate) const BEGIN_IMMEDIATE: &str = "BEGIN IMMEDIATE";
+/// Ends an own write transaction.
+pub(crate) const COMMIT: &str = "COMMIT";
+/// Abandons an own write transaction.
+pub(crate) const ROLLBACK: &str = "ROLLBACK";
+/// Makes a multi-statement op atomic inside the caller's transaction.
+pub(crate) const SAVEPOINT: &str = "SAVEPOINT __alkstore_op";
+/// Keeps a savepoint's work (it still lands only if the caller commits).
+pub(crate) const RELEASE: &str = "RELEASE __alkstore_op";
+/// Undoes a savepoint's work; must be followed by [`RELEASE`].
+pub(crate) const ROLLBACK_TO: &str = "ROLLBACK TO __alkstore_op";
 
 /// An open caller transaction on the writer connection.
 pub(crate) struct SqliteTx {
@@ -33,7 +46,7 @@ impl SqliteTx {
         let Some(conn) = guard.as_ref().filter(|_| !closed.load(Ordering::Acquire)) else {
             return Err(Error::StoreClosed);
         };
-        conn.prepare_cached(sql::BEGIN_IMMEDIATE).and_then(|mut s| s.execute([])).db()?;
+        conn.prepare_cached(BEGIN_IMMEDIATE).and_then(|mut s| s.execute([])).db()?;
         Ok(SqliteTx { guard: Some(guard), closed: closed.clone() })
     }
 
@@ -63,15 +76,15 @@ impl SqliteTx {
             // `still_open`, but the work is gone): nothing to roll back, and
             // nothing atomic to commit.
             Some(conn) if conn.is_autocommit() => {
-                if end == sql::COMMIT {
+                if end == COMMIT {
                     Err(Error::Transaction("the transaction was already ended by a statement inside it".into()))
                 } else {
                     Ok(())
                 }
             }
             Some(conn) if closed => {
-                let _ = conn.execute_batch(sql::ROLLBACK);
-                if end == sql::COMMIT {
+                let _ = conn.execute_batch(ROLLBACK);
+                if end == COMMIT {
                     Err(Error::StoreClosed)
                 } else {
                     Ok(())
@@ -81,7 +94,7 @@ impl SqliteTx {
                 let r = conn.execute_batch(end).db();
                 // A failed COMMIT must not leave the shared writer inside a transaction.
                 if r.is_err() && !conn.is_autocommit() {
-                    let _ = conn.execute_batch(sql::ROLLBACK);
+                    let _ = conn.execute_batch(ROLLBACK);
                 }
                 r
             }
@@ -138,11 +151,11 @@ impl Tx for SqliteTx {
     }
 
     fn commit(mut self: Box<Self>) -> Result<()> {
-        self.finish(sql::COMMIT)
+        self.finish(COMMIT)
     }
 
     fn rollback(mut self: Box<Self>) -> Result<()> {
-        self.finish(sql::ROLLBACK)
+        self.finish(ROLLBACK)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -155,7 +168,7 @@ impl Drop for SqliteTx {
     /// shared writer is never left inside it.
     fn drop(&mut self) {
         if self.guard.is_some() {
-            let _ = self.finish(sql::ROLLBACK);
+            let _ = self.finish(ROLLBACK);
         }
     }
 }

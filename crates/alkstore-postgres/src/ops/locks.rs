@@ -6,31 +6,30 @@
 
 use alkstore_core::{LockOps, Result};
 
-use crate::ctx::span;
+use crate::conn::{span, NOW};
 use crate::engine::PgEngine;
-use crate::sql::NOW;
 
 /// The lock statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
-pub struct LockSql {
+pub(crate) struct Sql {
     /// Takes the lease when free, lapsed or already this owner's: one
     /// upsert, so two acquirers never both win (the loser's conflict check
     /// runs against the winner's committed row). `$2` name, `$3` owner, `$4`
     /// ttl. `excluded.expires_at - $4` is `now`: the conflict clause cannot
     /// see the CTE. Returns a row exactly when acquired.
-    pub acquire: String,
+    pub(crate) acquire: String,
     /// Extends the owner's unexpired lease; same parameters.
-    pub renew: String,
+    pub(crate) renew: String,
     /// Drops the owner's lease (`$1` name, `$2` owner) and wakes the
     /// store's waiters, so a standby scheduler takes over at once, as every
     /// commit does on SQLite.
-    pub release: String,
+    pub(crate) release: String,
 }
 
-impl LockSql {
+impl Sql {
     /// For the quoted schema `s` and the store's notification `channel`.
-    pub fn new(s: &str, channel: &str) -> Self {
-        LockSql {
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        Sql {
             acquire: format!(
                 "{NOW} INSERT INTO {s}.locks AS l (name, owner, expires_at) \
                  SELECT $2::text, $3::text, n.t + $4::bigint FROM n \

@@ -6,10 +6,12 @@ use alkstore_core::Result;
 use rusqlite::{params, Connection};
 
 use crate::error::DbResult;
-use crate::sql;
+
+/// `cancel`: a live (pending or processing) row of this queue goes away.
+pub(crate) const CANCEL: &str = "DELETE FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2";
 
 /// Deletes a pending or processing row of `queue`; false when there is none.
 pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64) -> Result<bool> {
-    let changed = conn.prepare_cached(sql::CANCEL).and_then(|mut s| s.execute(params![id, queue])).db()?;
+    let changed = conn.prepare_cached(CANCEL).and_then(|mut s| s.execute(params![id, queue])).db()?;
     Ok(changed == 1)
 }

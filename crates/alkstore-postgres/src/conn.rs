@@ -1,5 +1,5 @@
 //! What every engine statement runs with: a connection, the store's
-//! statements and the clock offset.
+//! statements and the clock offset; and the clock itself.
 
 use alkstore_core::Result;
 use deadpool_postgres::ClientWrapper;
@@ -7,7 +7,15 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Row, Statement};
 
 use crate::error::pg_error;
-use crate::sql::Statements;
+use crate::ops::Statements;
+use crate::rows::col;
+
+/// The database clock in whole Unix seconds plus the offset parameter `$1`.
+pub(crate) const NOW: &str =
+    "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t)";
+
+/// The clock on its own: `Engine::now` and the schedule ops.
+const CLOCK: &str = "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint";
 
 /// The longest duration the engine stores, about 34,000 years. The Store
 /// front refuses anything over 100 years (ADR 0011), so through it this clamp
@@ -55,4 +63,10 @@ impl Ctx<'_> {
         let stmt = self.prepare(text).await?;
         self.client.execute(&stmt, params).await.map_err(|e| pg_error(&e))
     }
+}
+
+/// The database clock, offset included.
+pub async fn now(cx: &Ctx<'_>) -> Result<i64> {
+    let row = cx.query_one(CLOCK, &[&cx.offset]).await?;
+    col(&row, 0)
 }

@@ -1,10 +1,44 @@
-//! The producer side: putting jobs in (`enqueue`) and taking them back out
-//! (`cancel`).
+//! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
 use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
 
-use crate::ctx::{span, Ctx};
+use crate::conn::{span, Ctx, NOW};
 use crate::rows::col;
+
+/// The enqueue statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// One job: `$2` queue, `$3` payload, `$4` priority, `$5` max_attempts,
+    /// `$6` visibility timeout, `$7` backoff base, `$8` retention, `$9`
+    /// absolute run_at or NULL, `$10` delay, `$11` expires_s or NULL.
+    pub(crate) one: String,
+    /// Many jobs from parallel arrays, ids returned in input order by `ord`.
+    pub(crate) many: String,
+}
+
+impl Sql {
+    /// For the quoted schema `s`, and the store's notification `channel`.
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        let notify = format!("pg_notify('{channel}', queue)");
+        Sql {
+            one: format!(
+                "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
+                 SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
+                 n.t, coalesce($9::bigint, n.t + $10::bigint), n.t + $11::bigint FROM n RETURNING id, {notify}"
+            ),
+            many: format!(
+                "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
+                 SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, $4::float8, \
+                 $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s \
+                 FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[]) \
+                 WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
+                 ORDER BY u.ord RETURNING id, {notify}"
+            ),
+        }
+    }
+}
 
 /// `ready` as (absolute run_at, delay): the statement takes
 /// `coalesce(run_at, now + delay)` so both forms share one clock read.
@@ -19,7 +53,7 @@ fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
 /// Inserts `jobs`, returning their ids in input order. One statement either
 /// way — a single INSERT, or one INSERT over arrays for many — so a batch is
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
-pub async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
     // The stamped durations are added to `now` at every claim and death: an
     // absurd one must not make those statements overflow for the whole queue.
     let opts = &QueueOpts {
@@ -33,7 +67,7 @@ pub async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob
         let expires = job.expires_s.map(span);
         let row = cx
             .query_one(
-                &cx.sql.enqueue_one,
+                &cx.sql.enqueue.one,
                 &[
                     &cx.offset,
                     &queue,
@@ -58,7 +92,7 @@ pub async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob
     let expires: Vec<Option<i64>> = jobs.iter().map(|j| j.expires_s.map(span)).collect();
     let rows = cx
         .query(
-            &cx.sql.enqueue_many,
+            &cx.sql.enqueue.many,
             &[
                 &cx.offset,
                 &queue,
@@ -80,9 +114,4 @@ pub async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob
     // ascending ids are the input order.
     ids.sort_unstable();
     Ok(ids)
-}
-
-/// Deletes a pending or processing row of `queue`.
-pub async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
-    Ok(cx.execute(&cx.sql.cancel, &[&id, &queue]).await? > 0)
 }

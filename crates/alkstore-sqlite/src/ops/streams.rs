@@ -15,30 +15,30 @@ use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
 /// Takes the stream's next offset: 1 for a new stream, else `last_seq + 1`.
-pub const PUBLISH_HEAD: &str = "\
+pub(crate) const PUBLISH_HEAD: &str = "\
 INSERT INTO __alkstore_stream_heads (stream, last_seq) VALUES (?1, 1) \
 ON CONFLICT (stream) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq";
 
 /// Stores the event at the offset [`PUBLISH_HEAD`] returned; `?5` clock offset.
-pub const PUBLISH_EVENT: &str = "\
+pub(crate) const PUBLISH_EVENT: &str = "\
 INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
 VALUES (?1, ?2, ?3, ?4, unixepoch() + ?5)";
 
 /// Events after `?2`, ascending, at most `?3`: a range scan of the primary key.
-pub const READ: &str = "\
+pub(crate) const READ: &str = "\
 SELECT seq, key, payload, published_at FROM __alkstore_stream_events \
 WHERE stream = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3";
 
 /// Monotonic save: an older offset never overwrites a newer one.
-pub const SAVE_OFFSET: &str = "\
+pub(crate) const SAVE_OFFSET: &str = "\
 INSERT INTO __alkstore_stream_offsets (stream, consumer, seq) VALUES (?1, ?2, ?3) \
 ON CONFLICT (stream, consumer) DO UPDATE SET seq = max(seq, excluded.seq)";
 
 /// The saved offset of one consumer.
-pub const GET_OFFSET: &str = "SELECT seq FROM __alkstore_stream_offsets WHERE stream = ?1 AND consumer = ?2";
+pub(crate) const GET_OFFSET: &str = "SELECT seq FROM __alkstore_stream_offsets WHERE stream = ?1 AND consumer = ?2";
 
 /// Deletes the events below `?2`; the head row stays.
-pub const TRIM: &str = "DELETE FROM __alkstore_stream_events WHERE stream = ?1 AND seq < ?2";
+pub(crate) const TRIM: &str = "DELETE FROM __alkstore_stream_events WHERE stream = ?1 AND seq < ?2";
 
 fn publish(conn: &Connection, offset: i64, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
     let seq: i64 = conn.prepare_cached(PUBLISH_HEAD).and_then(|mut s| s.query_row([stream], |r| r.get(0))).db()?;

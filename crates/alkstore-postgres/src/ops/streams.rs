@@ -19,32 +19,29 @@ use alkstore_core::{Event, Result, StreamOps, Tx};
 
 use crate::engine::PgEngine;
 use crate::rows::col;
-use crate::sql::quote_ident;
 
 /// The stream statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
-pub(crate) struct StreamSql {
+pub(crate) struct Sql {
     /// Head upsert + insert + wake: `$1` clock offset, `$2` stream, `$3` key, `$4` payload.
-    publish: String,
+    pub(crate) publish: String,
     /// `$1` stream, `$2` after, `$3` limit.
-    read: String,
+    pub(crate) read: String,
     /// Monotonic upsert: `$1` stream, `$2` consumer, `$3` offset.
-    save_offset: String,
+    pub(crate) save_offset: String,
     /// `$1` stream, `$2` consumer.
-    get_offset: String,
+    pub(crate) get_offset: String,
     /// `$1` stream, `$2` first offset kept.
-    trim: String,
+    pub(crate) trim: String,
 }
 
-impl StreamSql {
-    /// The statements for the engine-owned `schema` (unquoted).
-    pub(crate) fn new(schema: &str) -> Self {
-        let s = quote_ident(schema);
-        // The channel is ASCII letters, digits and `_` (from the validated
-        // schema name), so it is safe inside a string literal. The stream
-        // name is the payload: repeats within one transaction fold into one.
-        let notify = format!("pg_notify('{}', $2::text)", crate::listen::channel(schema));
-        StreamSql {
+impl Sql {
+    /// For the quoted schema `s`, and the store's notification `channel`.
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        // The stream name is the payload: repeats within one transaction
+        // fold into one.
+        let notify = format!("pg_notify('{channel}', $2::text)");
+        Sql {
             publish: format!(
                 "WITH n AS MATERIALIZED ( \
                    SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
@@ -72,18 +69,16 @@ impl StreamSql {
 
 impl StreamOps for PgEngine {
     fn publish(&self, tx: Option<&mut dyn Tx>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
-        let sql = &self.streams.publish;
         self.run(tx, async |cx| {
-            let row = cx.query_one(sql, &[&cx.offset, &stream, &key, &payload]).await?;
+            let row = cx.query_one(&cx.sql.streams.publish, &[&cx.offset, &stream, &key, &payload]).await?;
             col(&row, 0)
         })
     }
 
     fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
-        let sql = &self.streams.read;
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.run(tx, async |cx| {
-            let rows = cx.query(sql, &[&stream, &after, &limit]).await?;
+            let rows = cx.query(&cx.sql.streams.read, &[&stream, &after, &limit]).await?;
             rows.iter()
                 .map(|r| {
                     Ok(Event { offset: col(r, 0)?, key: col(r, 1)?, payload: col(r, 2)?, published_at: col(r, 3)? })
@@ -93,21 +88,18 @@ impl StreamOps for PgEngine {
     }
 
     fn save_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str, offset: i64) -> Result<()> {
-        let sql = &self.streams.save_offset;
-        self.run(tx, async |cx| cx.execute(sql, &[&stream, &consumer, &offset]).await.map(drop))
+        self.run(tx, async |cx| cx.execute(&cx.sql.streams.save_offset, &[&stream, &consumer, &offset]).await.map(drop))
     }
 
     fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64> {
-        let sql = &self.streams.get_offset;
         self.run(tx, async |cx| {
-            let rows = cx.query(sql, &[&stream, &consumer]).await?;
+            let rows = cx.query(&cx.sql.streams.get_offset, &[&stream, &consumer]).await?;
             rows.first().map_or(Ok(0), |r| col(r, 0))
         })
     }
 
     fn trim_to(&self, stream: &str, before: i64) -> Result<i64> {
-        let sql = &self.streams.trim;
-        let n = self.run(None, async |cx| cx.execute(sql, &[&stream, &before]).await)?;
+        let n = self.run(None, async |cx| cx.execute(&cx.sql.streams.trim, &[&stream, &before]).await)?;
         Ok(i64::try_from(n).unwrap_or(i64::MAX))
     }
 }

@@ -5,7 +5,15 @@ use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, span, Scope};
 use crate::error::DbResult;
-use crate::sql;
+
+/// One new job. `?8` offset, `?9` absolute run_at or NULL, `?10` delay,
+/// `?11` expires_s or NULL (NULL + x is NULL: no expiry).
+pub(crate) const ENQUEUE: &str = "\
+INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
+VALUES (max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids)) + 1, \
+?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
+coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11)";
 
 /// Inserts `jobs` (non-empty) and returns their ids in order. One job outside
 /// a caller transaction is a single autocommit INSERT; several are one
@@ -31,7 +39,7 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
         ReadyAt::Delay(d) => (None, span(d)),
         ReadyAt::At(t) => (Some(t), 0),
     };
-    let mut stmt = conn.prepare_cached(sql::ENQUEUE).db()?;
+    let mut stmt = conn.prepare_cached(ENQUEUE).db()?;
     stmt.execute(params![
         queue,
         job.payload,

@@ -17,8 +17,8 @@ use alkstore_core::WakeHub;
 use tokio::sync::watch;
 use tokio_postgres::{AsyncMessage, NoTls};
 
+use crate::ops::quote_ident;
 use crate::runtime::Rt;
-use crate::sql::quote_ident;
 
 /// The longest `start` waits for the first LISTEN before returning and
 /// leaving the retries to the background (waiters poll meanwhile).

@@ -15,8 +15,8 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::conn::{atomic, now, span, Scope};
 use crate::engine::SqliteEngine;
-use crate::enqueue;
 use crate::error::DbResult;
+use crate::ops::enqueue;
 
 /// The columns [`row`] reads, in order.
 macro_rules! cols {
@@ -28,7 +28,7 @@ macro_rules! cols {
 /// Upsert by name. `?9` is the first boundary after now, used only when the
 /// interval is new or changed: re-registering the same interval (in any
 /// unit) keeps the stored next fire, so a restart never delays or skips one.
-pub(crate) const SCHEDULE_UPSERT: &str = concat!(
+pub(crate) const UPSERT: &str = concat!(
     "INSERT INTO __alkstore_scheduler_tasks (",
     cols!(),
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
@@ -40,25 +40,25 @@ pub(crate) const SCHEDULE_UPSERT: &str = concat!(
 );
 
 /// Deletes by name.
-pub(crate) const SCHEDULE_DELETE: &str = "DELETE FROM __alkstore_scheduler_tasks WHERE name = ?1";
+pub(crate) const DELETE: &str = "DELETE FROM __alkstore_scheduler_tasks WHERE name = ?1";
 
 /// Every schedule in name order (BINARY collation: byte order, as pg's `COLLATE "C"`).
-pub(crate) const SCHEDULE_LIST: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks ORDER BY name");
+pub(crate) const LIST: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks ORDER BY name");
 
 /// One schedule, read inside the tick's transaction.
-pub(crate) const SCHEDULE_ONE: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks WHERE name = ?1");
+pub(crate) const ONE: &str = concat!("SELECT ", cols!(), " FROM __alkstore_scheduler_tasks WHERE name = ?1");
 
 /// Names of the schedules due at `?1`, oldest boundary first.
-pub(crate) const SCHEDULE_DUE: &str =
+pub(crate) const DUE: &str =
     "SELECT name FROM __alkstore_scheduler_tasks WHERE next_fire_at <= ?1 ORDER BY next_fire_at, name";
 
 /// The conditional advance: lands only if nobody moved the row since we
 /// read `?2`. `?1` name, `?3` the new next fire.
-pub(crate) const SCHEDULE_ADVANCE: &str =
+pub(crate) const ADVANCE: &str =
     "UPDATE __alkstore_scheduler_tasks SET next_fire_at = ?3 WHERE name = ?1 AND next_fire_at = ?2";
 
 /// The earliest next fire (an index seek on `__alkstore_scheduler_due`).
-pub(crate) const SCHEDULE_NEXT_DUE: &str = "SELECT min(next_fire_at) FROM __alkstore_scheduler_tasks";
+pub(crate) const NEXT_DUE: &str = "SELECT min(next_fire_at) FROM __alkstore_scheduler_tasks";
 
 fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
     Ok(ScheduleRow {
@@ -77,8 +77,7 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
 /// Fires one schedule's due boundaries in one transaction: (fired, skipped).
 fn tick_one(conn: &Connection, offset: i64, name: &str) -> Result<(i64, i64)> {
     atomic(conn, Scope::Own, |c| {
-        let Some(s) = c.prepare_cached(SCHEDULE_ONE).and_then(|mut st| st.query_row([name], row).optional()).db()?
-        else {
+        let Some(s) = c.prepare_cached(ONE).and_then(|mut st| st.query_row([name], row).optional()).db()? else {
             return Ok((0, 0)); // unscheduled since we listed it
         };
         let plan = plan_tick(s.next_fire_at, s.interval_s, now(c, offset)?);
@@ -88,7 +87,7 @@ fn tick_one(conn: &Connection, offset: i64, name: &str) -> Result<(i64, i64)> {
         // Advance first: when it does not land, nothing was written and the
         // empty transaction commits harmlessly.
         let moved = c
-            .prepare_cached(SCHEDULE_ADVANCE)
+            .prepare_cached(ADVANCE)
             .and_then(|mut st| st.execute(params![name, s.next_fire_at, plan.next_fire_at]))
             .db()?;
         if moved == 0 {
@@ -113,7 +112,7 @@ impl ScheduleOps for SqliteEngine {
         let offset = self.offset();
         self.write(tx, |c, _| {
             let next = next_boundary_after(now(c, offset)?, r.interval_s);
-            c.prepare_cached(SCHEDULE_UPSERT)
+            c.prepare_cached(UPSERT)
                 .and_then(|mut st| {
                     st.execute(params![
                         r.name,
@@ -133,27 +132,26 @@ impl ScheduleOps for SqliteEngine {
     }
 
     fn schedule_delete(&self, tx: Option<&mut dyn Tx>, name: &str) -> Result<bool> {
-        self.write(tx, |c, _| Ok(c.prepare_cached(SCHEDULE_DELETE).and_then(|mut st| st.execute([name])).db()? > 0))
+        self.write(tx, |c, _| Ok(c.prepare_cached(DELETE).and_then(|mut st| st.execute([name])).db()? > 0))
     }
 
     fn schedule_list(&self) -> Result<Vec<ScheduleRow>> {
         self.conns.with_reader(|c| {
-            let mut st = c.prepare_cached(SCHEDULE_LIST).db()?;
+            let mut st = c.prepare_cached(LIST).db()?;
             let rows = st.query_map([], row).db()?;
             rows.collect::<rusqlite::Result<Vec<_>>>().db()
         })
     }
 
     fn schedule_next_due(&self) -> Result<Option<i64>> {
-        self.conns
-            .with_reader(|c| c.prepare_cached(SCHEDULE_NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
+        self.conns.with_reader(|c| c.prepare_cached(NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
     }
 
     fn schedule_tick(&self) -> Result<TickReport> {
         let offset = self.offset();
         let due: Vec<String> = self.conns.with_reader(|c| {
             let at = now(c, offset)?;
-            let mut st = c.prepare_cached(SCHEDULE_DUE).db()?;
+            let mut st = c.prepare_cached(DUE).db()?;
             let names = st.query_map([at], |r| r.get(0)).db()?;
             names.collect::<rusqlite::Result<Vec<_>>>().db()
         })?;

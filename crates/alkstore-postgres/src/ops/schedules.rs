@@ -12,42 +12,40 @@ use alkstore_core::schedule::{next_boundary_after, plan_tick};
 use alkstore_core::{Engine, NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
 use tokio_postgres::Row;
 
-use crate::ctx::{span, Ctx};
+use crate::conn::{now, span, Ctx, NOW};
 use crate::engine::PgEngine;
-use crate::enqueue;
-use crate::reads;
+use crate::ops::enqueue;
 use crate::rows::col;
-use crate::sql::NOW;
 
 /// The columns [`schedule_row`] reads, in order.
 const COLS: &str = "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at";
 
 /// The schedule statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
-pub struct ScheduleSql {
+pub(crate) struct Sql {
     /// Upsert by name (`$1`..`$9` in [`COLS`] order). `$9`, the first
     /// boundary after now, is used only when the interval is new or
     /// changed: the same interval keeps the stored next fire. Wakes the
     /// store's waiters at commit (the runner may need to fire sooner).
-    pub upsert: String,
+    pub(crate) upsert: String,
     /// Deletes by name.
-    pub delete: String,
+    pub(crate) delete: String,
     /// Every schedule in byte order of name (`COLLATE "C"`, as SQLite's BINARY).
-    pub list: String,
+    pub(crate) list: String,
     /// Names due at the clock (`$1` offset), oldest boundary first.
-    pub due: String,
+    pub(crate) due: String,
     /// One schedule, row-locked until the tick's transaction ends.
-    pub lock_one: String,
+    pub(crate) one: String,
     /// `next_fire_at := $3` for `$1` only if it still is `$2`.
-    pub advance: String,
+    pub(crate) advance: String,
     /// The earliest next fire (an index seek on `schedules_due`).
-    pub next_due: String,
+    pub(crate) next_due: String,
 }
 
-impl ScheduleSql {
+impl Sql {
     /// For the quoted schema `s` and the store's notification `channel`.
-    pub fn new(s: &str, channel: &str) -> Self {
-        ScheduleSql {
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        Sql {
             upsert: format!(
                 "INSERT INTO {s}.schedules AS x ({COLS}) \
                  VALUES ($1::text, $2::text, $3::bigint, $4::text, $5::text, $6::int, $7::bigint, $8::bigint, \
@@ -65,7 +63,7 @@ impl ScheduleSql {
                 "{NOW} SELECT name FROM {s}.schedules WHERE next_fire_at <= (SELECT t FROM n) \
                  ORDER BY next_fire_at, name COLLATE \"C\""
             ),
-            lock_one: format!("SELECT {COLS} FROM {s}.schedules WHERE name = $1::text FOR UPDATE"),
+            one: format!("SELECT {COLS} FROM {s}.schedules WHERE name = $1::text FOR UPDATE"),
             advance: format!(
                 "UPDATE {s}.schedules SET next_fire_at = $3::bigint WHERE name = $1::text AND next_fire_at = $2::bigint"
             ),
@@ -91,13 +89,13 @@ fn schedule_row(r: &Row) -> Result<ScheduleRow> {
 /// One schedule's fires, inside the tick's transaction: Some((fired,
 /// skipped)) to commit, None when there is nothing to keep.
 async fn fire(cx: &Ctx<'_>, name: &str) -> Result<Option<(i64, i64)>> {
-    let rows = cx.query(&cx.sql.schedules.lock_one, &[&name]).await?;
+    let rows = cx.query(&cx.sql.schedules.one, &[&name]).await?;
     let Some(r) = rows.first() else {
         return Ok(None); // unscheduled since we listed it
     };
     let s = schedule_row(r)?;
     // Read after the lock: it may have waited behind another ticker.
-    let plan = plan_tick(s.next_fire_at, s.interval_s, reads::now(cx).await?);
+    let plan = plan_tick(s.next_fire_at, s.interval_s, now(cx).await?);
     if plan.fire.is_empty() {
         return Ok(None); // the other ticker fired it
     }
@@ -137,7 +135,7 @@ impl ScheduleOps for PgEngine {
     fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
         let expires = r.expires_s.map(span);
         self.run(tx, async |cx| {
-            let next = next_boundary_after(reads::now(cx).await?, r.interval_s);
+            let next = next_boundary_after(now(cx).await?, r.interval_s);
             cx.execute(
                 &cx.sql.schedules.upsert,
                 &[&r.name, &r.spec, &r.interval_s, &r.queue, &r.payload, &r.priority, &r.max_attempts, &expires, &next],

@@ -7,13 +7,64 @@ use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, now, span, Scope};
 use crate::error::DbResult;
-use crate::sql;
+
+/// The validity predicate of every handle op, `now` computed in-statement.
+/// `?1` id, `?2` worker, `?3` claim token, `?4` offset.
+macro_rules! valid_sql_now {
+    () => {
+        "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_token = ?3 \
+         AND deadline >= unixepoch() + ?4"
+    };
+}
+
+/// The validity predicate with `now` bound as `?4` (multi-statement moves).
+macro_rules! valid_bound_now {
+    () => {
+        "id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_token = ?3 AND deadline >= ?4"
+    };
+}
+
+/// `ack`: a valid handle's row is deleted.
+pub(crate) const ACK: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!());
+
+/// `retry` under budget: back to pending after `?5` seconds. A pending job
+/// holds no lease (SPEC §4.4): worker_id and deadline are cleared, while
+/// claimed_at stays as the last claim's time. The claim token stays too, and
+/// it alone fences off the old handle.
+pub(crate) const RETRY: &str = concat!(
+    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5, worker_id = NULL, \
+     deadline = NULL WHERE ",
+    valid_sql_now!()
+);
+
+/// `heartbeat`: an absolute reset, `deadline = now + ?5`; a lapsed lease fails
+/// the predicate, so a late heartbeat never steals the job back.
+pub(crate) const HEARTBEAT: &str = concat!(
+    "UPDATE __alkstore_jobs SET deadline = unixepoch() + ?4 + ?5 WHERE ",
+    valid_sql_now!(),
+    " RETURNING deadline"
+);
+
+/// `release`: pending now with the attempt refunded and the lease cleared
+/// as by [`RETRY`]; the claim token is not refunded, so this handle stays
+/// fenced off.
+pub(crate) const RELEASE: &str = concat!(
+    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4, attempts = attempts - 1, \
+     worker_id = NULL, deadline = NULL WHERE ",
+    valid_sql_now!()
+);
+
+/// `fail` / `retry` at budget: a valid handle's row to dead with `?5` as
+/// last_error, `?4` now.
+pub(crate) const FAIL_MOVE: &str = live_to_dead!("?5", "?4", valid_bound_now!());
+/// The second half of [`FAIL_MOVE`], same predicate, same `now`.
+pub(crate) const FAIL_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_bound_now!());
 
 /// Deletes every valid handle's row; returns how many landed. One handle
 /// outside a caller transaction is a single autocommit DELETE.
 pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
     let delete_all = |c: &Connection| -> Result<usize> {
-        let mut stmt = c.prepare_cached(sql::ACK).db()?;
+        let mut stmt = c.prepare_cached(ACK).db()?;
         let mut landed = 0;
         for job in jobs {
             landed += stmt.execute(params![job.id, job.worker_id, job.claim_token, offset]).db()?;
@@ -44,7 +95,7 @@ pub(crate) fn retry(
     }
     let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
     let changed = conn
-        .prepare_cached(sql::RETRY)
+        .prepare_cached(RETRY)
         .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay]))
         .db()?;
     Ok(changed == 1)
@@ -57,7 +108,7 @@ pub(crate) fn fail(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, 
 
 /// `deadline := now + extend_s` for a valid (unlapsed) handle.
 pub(crate) fn heartbeat(conn: &Connection, offset: i64, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-    let mut stmt = conn.prepare_cached(sql::HEARTBEAT).db()?;
+    let mut stmt = conn.prepare_cached(HEARTBEAT).db()?;
     let mut rows = stmt.query(params![job.id, job.worker_id, job.claim_token, offset, span(extend_s)]).db()?;
     let mut deadline = None;
     // Step to the end rather than stopping at the row: the autocommit write
@@ -71,7 +122,7 @@ pub(crate) fn heartbeat(conn: &Connection, offset: i64, job: &Claimed, extend_s:
 /// Back to pending now with the attempt refunded (the claim token is not).
 pub(crate) fn release(conn: &Connection, offset: i64, job: &Claimed) -> Result<bool> {
     let changed = conn
-        .prepare_cached(sql::RELEASE_JOB)
+        .prepare_cached(RELEASE)
         .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset]))
         .db()?;
     Ok(changed == 1)
@@ -83,14 +134,14 @@ fn to_dead(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, error: &
     atomic(conn, scope, |c| {
         let now = now(c, offset)?;
         let moved = c
-            .prepare_cached(sql::HANDLE_MOVE)
+            .prepare_cached(FAIL_MOVE)
             .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, now, error]))
             .db()?;
         if moved == 0 {
             return Ok(false);
         }
         let deleted = c
-            .prepare_cached(sql::HANDLE_DELETE)
+            .prepare_cached(FAIL_DELETE)
             .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, now]))
             .db()?;
         if deleted != moved {

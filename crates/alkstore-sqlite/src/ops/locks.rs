@@ -14,25 +14,25 @@ use crate::error::DbResult;
 /// Takes the lease when it is free, lapsed or already this owner's: one
 /// upsert, so two acquirers can never both win. `?1` name, `?2` owner,
 /// `?3` ttl, `?4` clock offset. Changes one row exactly when acquired.
-pub(crate) const LOCK_ACQUIRE: &str = "\
+pub(crate) const ACQUIRE: &str = "\
 INSERT INTO __alkstore_locks (name, owner, expires_at) VALUES (?1, ?2, unixepoch() + ?4 + ?3) \
 ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at \
 WHERE __alkstore_locks.expires_at < unixepoch() + ?4 OR __alkstore_locks.owner = excluded.owner";
 
-/// Extends the owner's unexpired lease. Same parameters as [`LOCK_ACQUIRE`].
-pub(crate) const LOCK_RENEW: &str = "\
+/// Extends the owner's unexpired lease. Same parameters as [`ACQUIRE`].
+pub(crate) const RENEW: &str = "\
 UPDATE __alkstore_locks SET expires_at = unixepoch() + ?4 + ?3 \
 WHERE name = ?1 AND owner = ?2 AND expires_at >= unixepoch() + ?4";
 
 /// Drops the owner's lease, lapsed or not. `?1` name, `?2` owner.
-pub(crate) const LOCK_RELEASE: &str = "DELETE FROM __alkstore_locks WHERE name = ?1 AND owner = ?2";
+pub(crate) const RELEASE: &str = "DELETE FROM __alkstore_locks WHERE name = ?1 AND owner = ?2";
 
 impl LockOps for SqliteEngine {
     fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| {
             let n = c
-                .prepare_cached(LOCK_ACQUIRE)
+                .prepare_cached(ACQUIRE)
                 .and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset]))
                 .db()?;
             Ok(n > 0)
@@ -42,17 +42,15 @@ impl LockOps for SqliteEngine {
     fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| {
-            let n = c
-                .prepare_cached(LOCK_RENEW)
-                .and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset]))
-                .db()?;
+            let n =
+                c.prepare_cached(RENEW).and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset])).db()?;
             Ok(n > 0)
         })
     }
 
     fn lock_release(&self, name: &str, owner: &str) -> Result<bool> {
         self.conns.with_writer(|c| {
-            let n = c.prepare_cached(LOCK_RELEASE).and_then(|mut s| s.execute(params![name, owner])).db()?;
+            let n = c.prepare_cached(RELEASE).and_then(|mut s| s.execute(params![name, owner])).db()?;
             Ok(n > 0)
         })
     }

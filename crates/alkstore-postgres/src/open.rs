@@ -1,0 +1,45 @@
+//! Opening a store: the URL, the pool, the runtime and the schema
+//! migration, each failure an error naming the URL with its password masked.
+
+use alkstore_core::{OpenOptions, Result};
+use deadpool_postgres::Pool;
+
+use crate::error::{at_open, pool_error, Exit};
+use crate::runtime::Rt;
+use crate::{migrate, pool};
+
+/// What an open store runs on.
+pub(crate) struct Opened {
+    /// The runtime of the process that opened the store.
+    pub(crate) rt: Rt,
+    /// The store's connections.
+    pub(crate) pool: Pool,
+    /// For the LISTEN connection, which lives outside the pool.
+    pub(crate) config: tokio_postgres::Config,
+}
+
+/// Connects to `url` (`shown`: the same with its password masked) and brings
+/// the schema `options.schema` to this build's version; with `must_exist`,
+/// only checks that it is there, at that version.
+pub(crate) fn open_pool(url: &str, shown: &str, options: &OpenOptions, exit: &Exit) -> Result<Opened> {
+    let config = pool::pg_config(url, exit)?;
+    let pool = pool::build(config.clone(), options.pool_size)?;
+    let schema = &options.schema;
+    let rt = Rt::current()?;
+    let migrated = exit.block_on(rt, async {
+        let r = async {
+            let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
+            if options.must_exist {
+                migrate::check_existing(&conn, schema).await
+            } else {
+                migrate::migrate(&mut conn, schema).await
+            }
+        };
+        r.await.map_err(|e| at_open(shown, e))
+    });
+    if let Err(e) = migrated {
+        pool.close();
+        return Err(e);
+    }
+    Ok(Opened { rt, pool, config })
+}

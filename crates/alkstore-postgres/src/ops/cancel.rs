@@ -1,0 +1,26 @@
+//! `cancel` (SPEC §4.4): another party deletes a live row. It is not an
+//! interrupt and records no dead row; the holder's next handle op finds the
+//! row gone and returns false.
+
+use alkstore_core::Result;
+
+use crate::conn::Ctx;
+
+/// The cancel statement of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// Delete a live row of a queue: `$1` id, `$2` queue.
+    pub(crate) cancel: String,
+}
+
+impl Sql {
+    /// For the quoted schema `s`.
+    pub(crate) fn new(s: &str) -> Self {
+        Sql { cancel: format!("DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text") }
+    }
+}
+
+/// Deletes a pending or processing row of `queue`.
+pub(crate) async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
+    Ok(cx.execute(&cx.sql.cancel.cancel, &[&id, &queue]).await? > 0)
+}

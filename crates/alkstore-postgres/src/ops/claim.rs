@@ -1,0 +1,137 @@
+//! The claim (SPEC §4.2, ADR 0001): one statement, one round trip.
+//!
+//! The statement first moves exhausted lapsed rows to dead
+//! ('attempts exhausted', or 'expired' when also past their expiry), then claims up to `n` rows from the union of the
+//! first `n` ready rows and the first `n` lapsed leases, both locked with
+//! `FOR UPDATE SKIP LOCKED` so concurrent claimers never wait on each other
+//! and never receive the same (job, attempt).
+
+use alkstore_core::{Claimed, Result};
+
+use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
+use crate::conn::{Ctx, NOW};
+use crate::rows::{claimed, sort_claimed};
+
+/// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
+const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
+                            j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
+                            j.visibility_timeout_s, j.backoff_base_s";
+
+/// The claim statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// The claim of one job, its bound a literal: with `LIMIT $4` the
+    /// planner assumes a large limit for the generic plan, keeps choosing a
+    /// custom plan, and re-plans this big statement on every call.
+    pub(crate) one: String,
+    /// The claim of up to `$4` jobs (planned per call; the cost is shared
+    /// by the batch).
+    pub(crate) many: String,
+}
+
+impl Sql {
+    /// For the quoted schema `s`.
+    pub(crate) fn new(s: &str) -> Self {
+        Sql { one: claim_sql(s, "1"), many: claim_sql(s, "$4::bigint") }
+    }
+}
+
+/// The claim (ADR 0001) with `limit` as its row bound: `$1` offset, `$2`
+/// queue, `$3` worker, and `$4` the bound when `limit` is `$4::bigint`.
+///
+/// The exhaustion step and the claim are one statement, hence one
+/// transaction and one round trip. An exhausted row that is also past its
+/// expiry dies as 'expired', the reason a sweep at the same instant gives. Their row sets are disjoint (budget
+/// spent, budget left, or pending), so the CTEs never touch a row twice.
+/// SKIP LOCKED on both candidate scans: a row another claimer holds is
+/// someone else's, never waited for.
+///
+/// Lapsed leases are taken in claim order, not deadline order, as the
+/// SQLite engine does: any lapsed lease may outrank the others by priority.
+/// That sorts every lapsed lease of the queue (a cost that grows with the
+/// lapsed leases, never with the backlog), but only the `limit` rows the
+/// sort yields are locked.
+///
+/// `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`: the array is
+/// computed once and probed through the primary key, where a semi-join may
+/// be planned as a scan of the whole table when the row estimate for the
+/// (runtime-clocked) bound is high.
+fn claim_sql(s: &str, limit: &str) -> String {
+    let into_dead = into_dead(s);
+    format!(
+        "{NOW}, \
+                 exhausted AS ( \
+                   DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
+                     SELECT id FROM {s}.jobs \
+                     WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+                       AND attempts >= max_attempts \
+                     FOR UPDATE SKIP LOCKED)) \
+                   RETURNING *), \
+                 buried AS ( \
+                   {into_dead} SELECT {DEAD_SELECT}, \
+                     CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
+                     {DEAD_VALUES} FROM exhausted), \
+                 ready AS ( \
+                   SELECT id, priority, run_at FROM {s}.jobs \
+                   WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
+                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit} \
+                   FOR UPDATE SKIP LOCKED), \
+                 lapsed AS ( \
+                   SELECT id, priority, run_at FROM {s}.jobs \
+                   WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+                     AND attempts < max_attempts \
+                     AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit} \
+                   FOR UPDATE SKIP LOCKED), \
+                 picked AS ( \
+                   SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) c \
+                   ORDER BY priority DESC, run_at, id LIMIT {limit}) \
+                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+                 FROM picked WHERE j.id = picked.id \
+                 RETURNING {CLAIMED_COLS}"
+    )
+}
+
+/// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.
+pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+    let rows = if n == 1 {
+        cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
+    } else {
+        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        cx.query(&cx.sql.claim.many, &[&cx.offset, &queue, &worker_id, &limit]).await?
+    };
+    let mut jobs = rows.iter().map(claimed).collect::<Result<Vec<_>>>()?;
+    sort_claimed(&mut jobs);
+    Ok(jobs)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::Statements;
+    use crate::testing::{Fixture, TestResult};
+
+    /// The claim's candidate scans must be the partial indexes, with the
+    /// custom plans of the first executions and with the generic plan a
+    /// cached statement settles on; never a sequential scan of the jobs.
+    #[test]
+    fn explain_claim_uses_the_partial_indexes() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        fx.fill()?;
+        let sql = Statements::new(&fx.schema);
+        let one = fx.plans("bigint, text, text", &sql.claim.one, "0, 'q3', 'w'")?;
+        let many = fx.plans("bigint, text, text, bigint", &sql.claim.many, "0, 'q3', 'w', 10")?;
+        for plan in one.iter().chain(&many) {
+            assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
+            // The lapsed scan is a range of jobs_leased (plain or bitmap), sorted after.
+            assert!(
+                plan.contains("Index Scan using jobs_leased") || plan.contains("Index Scan on jobs_leased"),
+                "{plan}"
+            );
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,127 @@
+//! What a claim's holder does with it (SPEC §4.3): ack, retry, fail,
+//! heartbeat, release.
+//!
+//! Every op is one statement guarded by the validity predicate (processing,
+//! same worker, same claim token, lease not lapsed), so a stale or lapsed
+//! handle changes nothing and the op reports `false`. Moves to dead are a
+//! single `DELETE … RETURNING` feeding an `INSERT`: atomic on their own and
+//! inside a caller's transaction alike, so no savepoint is needed.
+
+use alkstore_core::{backoff_delay, Claimed, Result};
+
+use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
+use crate::conn::{span, Ctx, NOW};
+use crate::rows::col;
+
+/// The validity predicate of every handle op (SPEC §4.3): `$2` id, `$3`
+/// worker, `$4` claim token.
+const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3::text \
+                     AND claim_token = $4::bigint AND deadline >= (SELECT t FROM n)";
+
+/// The handle statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// One handle deleted.
+    pub(crate) ack_one: String,
+    /// Many handles deleted from parallel arrays.
+    pub(crate) ack_many: String,
+    /// Back to pending at `now + $5`.
+    pub(crate) retry: String,
+    /// Move a valid handle's row to dead with `last_error = $5`.
+    pub(crate) fail: String,
+    /// `deadline := now + $5`, returning it.
+    pub(crate) heartbeat: String,
+    /// Back to pending now, attempt refunded.
+    pub(crate) release: String,
+}
+
+impl Sql {
+    /// For the quoted schema `s`, and the store's notification `channel`.
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        let notify = format!("pg_notify('{channel}', queue)");
+        let into_dead = into_dead(s);
+        Sql {
+            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID}"),
+            // Duplicate handles in one batch join the same row; DELETE counts it once.
+            ack_many: format!(
+                "{NOW} DELETE FROM {s}.jobs j \
+                 USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
+                 WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
+                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n)"
+            ),
+            // A pending job holds no lease (SPEC §4.4): worker_id and deadline
+            // are cleared, claimed_at stays as the last claim's time, and the
+            // claim token alone fences off the old handle. Only a retry that
+            // is ready at once wakes waiters; a delayed one is found through
+            // next_wake.
+            retry: format!(
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} \
+                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} END"
+            ),
+            // One statement: the DELETE and the INSERT commit together, also
+            // inside a caller's transaction, so no savepoint is needed.
+            fail: format!(
+                "{NOW}, moved AS (DELETE FROM {s}.jobs WHERE {VALID} RETURNING *) \
+                 {into_dead} SELECT {DEAD_SELECT}, $5::text, {DEAD_VALUES} FROM moved"
+            ),
+            heartbeat: format!(
+                "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"
+            ),
+            // Cleared like a retry's; the claim token is not refunded.
+            release: format!(
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1, \
+                 worker_id = NULL, deadline = NULL WHERE {VALID} RETURNING {notify}"
+            ),
+        }
+    }
+}
+
+/// Deletes every valid handle in one statement; returns how many landed.
+pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
+    let n = if let [job] = jobs {
+        cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?
+    } else {
+        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+        let workers: Vec<&str> = jobs.iter().map(|j| j.worker_id.as_str()).collect();
+        let tokens: Vec<i64> = jobs.iter().map(|j| j.claim_token).collect();
+        cx.execute(&cx.sql.handle.ack_many, &[&cx.offset, &ids, &workers, &tokens]).await?
+    };
+    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+}
+
+/// Back to pending after `delay_s` (None: the core curve), or to dead with
+/// `error` when the budget is spent.
+///
+/// The budget check reads the handle's `attempts`, not the row's: only a
+/// claim (which bumps the token) or a release (which leaves `processing`)
+/// changes a row's `attempts`, and either invalidates this handle, so
+/// whenever the statement can land the two values are equal.
+pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+    if job.attempts >= job.max_attempts {
+        return fail(cx, job, error).await;
+    }
+    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
+    let n = cx.execute(&cx.sql.handle.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay]).await?;
+    Ok(n > 0)
+}
+
+/// Straight to dead with `error`.
+pub(crate) async fn fail(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
+    let n = cx.execute(&cx.sql.handle.fail, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &error]).await?;
+    Ok(n > 0)
+}
+
+/// `deadline := now + extend_s`; the new deadline, or None when refused.
+pub(crate) async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
+    let extend = span(extend_s);
+    let rows =
+        cx.query(&cx.sql.handle.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend]).await?;
+    rows.first().map(|r| col(r, 0)).transpose()
+}
+
+/// Back to pending now with the attempt refunded (the claim token is not).
+pub(crate) async fn release(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
+    let n = cx.execute(&cx.sql.handle.release, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
+    Ok(n > 0)
+}

@@ -1,0 +1,110 @@
+//! The queue operations, one file per concept; the SQLite engine has the
+//! same files under the same names: `enqueue`, `claim`, `handle` (ack,
+//! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
+//! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
+//! `streams`. `engine.rs` only routes each `Engine` method to one of them.
+//!
+//! The statement convention, shared by both engines: every ops file opens
+//! with the SQL it runs, one named statement per step, then the functions
+//! that bind and run them. A statement that does the same job carries the
+//! same name in both engines (`retry` here, `RETRY` in SQLite's file). The
+//! text names the store's schema, so here each file opens with a `Sql`
+//! struct, one `String` per statement, and its `Sql::new` renders them for
+//! the quoted schema (and the store's notification channel) once, at open;
+//! [`Statements`] holds one `Sql` per file and every call reads its text
+//! from the context (`cx.sql.handle.retry`), so a missing statement is a
+//! compile error. The pool's `prepare_cached` parses each text once per
+//! connection: each hot operation is one Bind/Execute round trip. (SQLite's
+//! text is final at compile time: a `const` per statement.)
+//!
+//! Every statement that needs the clock reads it once, in the
+//! `MATERIALIZED` CTE [`crate::conn::NOW`], because `clock_timestamp()` is
+//! volatile and would otherwise be re-read per row. Parameter `$1` is always
+//! the handle's clock offset when the statement has a clock.
+//!
+//! Adding an operation: its statements (a field of the file's `Sql`) and
+//! function in the file of its concept, one routing line in `engine.rs`, and
+//! the same two steps in the SQLite engine.
+
+pub(crate) mod cancel;
+pub(crate) mod claim;
+pub(crate) mod enqueue;
+pub(crate) mod handle;
+pub(crate) mod locks;
+pub(crate) mod reads;
+pub(crate) mod schedules;
+pub(crate) mod streams;
+pub(crate) mod sweep;
+
+// The move to dead, shared by the claim (exhaustion), `fail` (and a retry at
+// budget) and the sweep.
+
+/// Columns a dead row copies from the live row, in table order.
+pub(crate) const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+                         visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
+                         claimed_at, deadline, worker_id, expires_at";
+
+/// [`LIVE_COLS`] as the SELECT side of a move to dead: the stored state
+/// becomes 'dead' (as on SQLite); every other field is kept as it was.
+pub(crate) const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
+                           visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
+                           claimed_at, deadline, worker_id, expires_at";
+
+/// `died_at` and `purge_at` of a row moving to dead.
+pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
+
+/// The head of a move to dead into `s`'s dead table ([`LIVE_COLS`] plus the
+/// three columns only a dead row has).
+pub(crate) fn into_dead(s: &str) -> String {
+    format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)")
+}
+
+/// `schema` quoted as an identifier. The name is validated at open (ASCII
+/// letters, digits, `_`), so this only guards against a future relaxation.
+pub(crate) fn quote_ident(schema: &str) -> String {
+    format!("\"{}\"", schema.replace('"', "\"\""))
+}
+
+/// Every statement of one store, schema-qualified: one `Sql` per ops file.
+#[derive(Debug, Clone)]
+pub(crate) struct Statements {
+    /// `enqueue` / `enqueue_many`.
+    pub(crate) enqueue: enqueue::Sql,
+    /// The claim.
+    pub(crate) claim: claim::Sql,
+    /// ack, retry, fail, heartbeat, release.
+    pub(crate) handle: handle::Sql,
+    /// `cancel`.
+    pub(crate) cancel: cancel::Sql,
+    /// get_job, dead_jobs, live_jobs, queue_names, stats, next_wake.
+    pub(crate) reads: reads::Sql,
+    /// `sweep_expired`.
+    pub(crate) sweep: sweep::Sql,
+    /// TTL locks (SPEC §10).
+    pub(crate) locks: locks::Sql,
+    /// Schedules (SPEC §8).
+    pub(crate) schedules: schedules::Sql,
+    /// Streams (SPEC §9).
+    pub(crate) streams: streams::Sql,
+}
+
+impl Statements {
+    /// The statements for the engine-owned `schema` (unquoted).
+    pub(crate) fn new(schema: &str) -> Self {
+        let s = quote_ident(schema);
+        // The channel is ASCII letters, digits and `_` (from the validated
+        // schema name), so it is safe inside a string literal.
+        let channel = crate::wake::channel(schema);
+        Statements {
+            enqueue: enqueue::Sql::new(&s, &channel),
+            claim: claim::Sql::new(&s),
+            handle: handle::Sql::new(&s, &channel),
+            cancel: cancel::Sql::new(&s),
+            reads: reads::Sql::new(&s),
+            sweep: sweep::Sql::new(&s),
+            locks: locks::Sql::new(&s, &channel),
+            schedules: schedules::Sql::new(&s, &channel),
+            streams: streams::Sql::new(&s, &channel),
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Reads (SPEC §4.4): `get_job`, `dead_jobs`, `stats`, `live_jobs` /
+//! `queue_names` for operators (ADR 0007), and `next_wake` (SPEC §5: when a
+//! queue gains claimable work without a commit).
+
+use alkstore_core::{Job, QueueStats, Result};
+
+use crate::conn::{Ctx, NOW};
+use crate::rows::{col, job};
+
+/// A job view without `state`, `last_error`, `died_at`, in the order
+/// [`crate::rows::job`] reads it (those three are added per table).
+const VIEW_COLS: &str = "id, queue, payload, priority, attempts, max_attempts, enqueued_at, run_at, \
+                         claimed_at, deadline, worker_id, expires_at";
+
+/// The read statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// A live or dead row of a queue: `$1` id, `$2` queue.
+    pub(crate) get_job: String,
+    /// Dead rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit.
+    pub(crate) dead_jobs: String,
+    /// Live rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit (ADR 0007).
+    pub(crate) live_jobs: String,
+    /// Every queue name with a live or dead row, sorted (ADR 0007).
+    pub(crate) queue_names: String,
+    /// The four counts and the oldest ready age.
+    pub(crate) stats: String,
+    /// The earliest future instant `$2`'s queue gains claimable work without a commit.
+    pub(crate) next_wake: String,
+}
+
+impl Sql {
+    /// For the quoted schema `s`.
+    pub(crate) fn new(s: &str) -> Self {
+        Sql {
+            // One statement, one snapshot: a row moving to dead is seen in
+            // exactly one of the two tables.
+            get_job: format!(
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at \
+                 FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
+                 UNION ALL \
+                 SELECT {VIEW_COLS}, 'dead', last_error, died_at \
+                 FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
+            ),
+            dead_jobs: format!(
+                "SELECT {VIEW_COLS}, 'dead', last_error, died_at FROM {s}.dead \
+                 WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
+            ),
+            // For operators (ADR 0007): a backward walk of the primary key
+            // that skips other queues' rows.
+            live_jobs: format!(
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at FROM {s}.jobs \
+                 WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
+            ),
+            // UNION, not UNION ALL: one name per queue. A scan of both
+            // tables, for operators only (ADR 0007), never on a hot path.
+            // COLLATE "C" sorts by bytes, as SQLite's BINARY does, so both
+            // engines list queues in one order whatever the database locale.
+            queue_names: format!(
+                "SELECT queue FROM (SELECT queue FROM {s}.jobs UNION SELECT queue FROM {s}.dead) q \
+                 ORDER BY queue COLLATE \"C\""
+            ),
+            stats: format!(
+                "{NOW}, p AS ( \
+                   SELECT count(*) FILTER (WHERE run_at <= (SELECT t FROM n)) AS ready, \
+                          count(*) FILTER (WHERE run_at > (SELECT t FROM n)) AS scheduled, \
+                          min(run_at) FILTER (WHERE run_at <= (SELECT t FROM n)) AS oldest \
+                   FROM {s}.jobs WHERE queue = $2::text AND state = 'pending') \
+                 SELECT p.ready, p.scheduled, \
+                   (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing'), \
+                   (SELECT count(*) FROM {s}.dead WHERE queue = $2::text), \
+                   (SELECT t FROM n) - p.oldest \
+                 FROM p"
+            ),
+            // Pending rows: the jobs_ready index orders by priority first, so
+            // the earliest future run_at is one seek per distinct priority,
+            // found by a recursive skip scan, never a scan of the backlog.
+            // Leases: reclaimable once `deadline < now`, i.e. at deadline + 1.
+            next_wake: format!(
+                "WITH RECURSIVE n AS MATERIALIZED ( \
+                   SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
+                 prio AS ( \
+                   (SELECT priority FROM {s}.jobs WHERE queue = $2::text AND state = 'pending' \
+                    ORDER BY priority DESC LIMIT 1) \
+                   UNION ALL \
+                   SELECT (SELECT j.priority FROM {s}.jobs j \
+                           WHERE j.queue = $2::text AND j.state = 'pending' AND j.priority < prio.priority \
+                           ORDER BY j.priority DESC LIMIT 1) \
+                   FROM prio WHERE prio.priority IS NOT NULL) \
+                 SELECT least( \
+                   (SELECT min((SELECT j.run_at FROM {s}.jobs j \
+                                WHERE j.queue = $2::text AND j.state = 'pending' AND j.priority = prio.priority \
+                                  AND j.run_at > (SELECT t FROM n) \
+                                ORDER BY j.run_at LIMIT 1)) \
+                    FROM prio WHERE prio.priority IS NOT NULL), \
+                   (SELECT min(deadline) + 1 FROM {s}.jobs \
+                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)))"
+            ),
+        }
+    }
+}
+
+/// A live or dead row of `queue`.
+pub(crate) async fn get_job(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<Option<Job>> {
+    let rows = cx.query(&cx.sql.reads.get_job, &[&id, &queue]).await?;
+    rows.first().map(job).transpose()
+}
+
+/// Dead rows of `queue`, newest id first, below `before_id` when given.
+pub(crate) async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    // A constant bound rather than `$2 IS NULL OR id < $2` keeps the one
+    // generic plan an index range scan on dead_queue.
+    let below = before_id.unwrap_or(i64::MAX);
+    let rows = cx.query(&cx.sql.reads.dead_jobs, &[&queue, &below, &limit]).await?;
+    rows.iter().map(job).collect()
+}
+
+/// Live rows of `queue`, newest id first, below `before_id` when given.
+pub(crate) async fn live_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let below = before_id.unwrap_or(i64::MAX);
+    let rows = cx.query(&cx.sql.reads.live_jobs, &[&queue, &below, &limit]).await?;
+    rows.iter().map(job).collect()
+}
+
+/// Counts for `queue`, all from one snapshot and one clock read.
+pub(crate) async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
+    let row = cx.query_one(&cx.sql.reads.stats, &[&cx.offset, &queue]).await?;
+    Ok(QueueStats {
+        pending: col(&row, 0)?,
+        scheduled: col(&row, 1)?,
+        processing: col(&row, 2)?,
+        dead: col(&row, 3)?,
+        oldest_ready_age_s: col(&row, 4)?,
+    })
+}
+
+/// Every queue name with a live or dead row, sorted (a scan: for operators).
+pub(crate) async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
+    let rows = cx.query(&cx.sql.reads.queue_names, &[]).await?;
+    rows.iter().map(|r| col(r, 0)).collect()
+}
+
+/// When `queue` next gains claimable work without a commit: the earliest
+/// future `run_at` of a pending row, or the second after the earliest
+/// unexpired lease ends (a lease is reclaimable once `deadline < now`).
+pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
+    let row = cx.query_one(&cx.sql.reads.next_wake, &[&cx.offset, &queue]).await?;
+    col(&row, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::Statements;
+    use crate::testing::{Fixture, TestResult};
+
+    /// The reads a waiter or a dashboard repeats must stay index seeks.
+    #[test]
+    fn explain_reads_use_the_indexes() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        fx.fill()?;
+        let sql = Statements::new(&fx.schema);
+        for plan in fx.plans("bigint, text", &sql.reads.next_wake, "0, 'q3'")? {
+            assert!(plan.contains("jobs_ready") && plan.contains("jobs_leased"), "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        // Either dead_queue or a backward walk of the primary key, by cost.
+        for plan in fx.plans("text, bigint, bigint", &sql.reads.dead_jobs, "'q3', 9223372036854775807, 100")? {
+            assert!(plan.contains("Index Scan Backward"), "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        for plan in fx.plans("bigint, text", &sql.reads.get_job, "5, 'q5'")? {
+            // One unique seek per table (dead_pkey or dead_queue, both exact).
+            assert!(plan.contains("using jobs_pkey") && plan.matches("Index Scan").count() == 2, "{plan}");
+            assert!(!plan.contains("Seq Scan"), "{plan}");
+        }
+        Ok(())
+    }
+}

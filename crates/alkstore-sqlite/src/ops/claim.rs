@@ -1,0 +1,203 @@
+//! The claim (SPEC §4.2, ADR 0001): exhaustion by reclaim, then one
+//! index-matched `UPDATE … RETURNING`.
+//!
+//! Two paths give the same result:
+//! - **fast** (the common case): one autocommit statement,
+//!   [`CLAIM_READY`], that claims from the ready index only while the
+//!   queue has no lapsed lease. With no lapsed lease the exhaustion step has
+//!   nothing to move and the leased candidate scan is empty, so this *is* the
+//!   ADR claim — without a transaction, a clock read and an empty
+//!   INSERT … SELECT around it. A single statement is atomic under SQLite's
+//!   one writer, so concurrent claimers still never share a job.
+//! - **full**: when the fast statement claims nothing and a lapsed lease
+//!   exists, the ADR sequence runs in one `BEGIN IMMEDIATE` transaction at one
+//!   bound `now`: exhausted lapsed rows to dead, then [`CLAIM`] over the
+//!   union of the ready and leased candidate scans.
+
+use std::cmp::Reverse;
+
+use alkstore_core::{Claimed, Error, Result};
+use rusqlite::{params, Connection, Params};
+
+use crate::conn::{atomic, now, Scope};
+use crate::error::DbResult;
+use crate::rows;
+
+/// Lapsed leases whose budget is spent: the exhaustion-by-reclaim predicate
+/// (a seek on `__alkstore_jobs_leased`). `?1` queue, `?2` now.
+macro_rules! exhausted {
+    () => {
+        "queue = ?1 AND state = 'processing' AND deadline < ?2 AND attempts >= max_attempts"
+    };
+}
+
+/// Claim step 1: exhausted lapsed rows to dead, as 'attempts exhausted' —
+/// or as 'expired' when the row is also past its expiry, the reason a sweep
+/// at the same instant would give it ([`super::sweep::SWEEP_MOVE`]).
+pub(crate) const EXHAUST_MOVE: &str = live_to_dead!(
+    "CASE WHEN expires_at IS NOT NULL AND expires_at <= ?2 THEN 'expired' ELSE 'attempts exhausted' END",
+    "?2",
+    exhausted!()
+);
+/// Claim step 1, second half: the same rows leave the live table.
+pub(crate) const EXHAUST_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", exhausted!());
+
+/// The columns a claim hands back, in [`crate::rows::claimed`]'s order.
+macro_rules! claim_returning {
+    () => {
+        " RETURNING id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, \
+         enqueued_at, run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s"
+    };
+}
+
+/// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
+/// (every lapsed lease), both unexpired, updated in one statement. Each
+/// candidate scan walks its partial index. Lapsed leases are not limited by
+/// deadline: the claim order is priority first, so any of them may be the
+/// best. This path only runs while some lease has lapsed (the fast path
+/// below handles the rest), and its cost grows with the number of lapsed
+/// leases, never with the backlog. `?1` queue, `?2` worker, `?3` now, `?4` n.
+/// `INDEXED BY` pins the ready scan so no statistics can ever turn it into
+/// a scan-and-sort of every ready row.
+/// RETURNING order is unspecified: the caller sorts.
+pub(crate) const CLAIM: &str = concat!(
+    "\
+UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
+claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
+WHERE id IN (\
+SELECT id FROM (\
+SELECT id, priority, run_at FROM (\
+SELECT id, priority, run_at FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
+WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 \
+AND (expires_at IS NULL OR expires_at > ?3) \
+ORDER BY priority DESC, run_at, id LIMIT ?4) \
+UNION ALL \
+SELECT id, priority, run_at FROM (\
+SELECT id, priority, run_at FROM __alkstore_jobs \
+WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 \
+AND (expires_at IS NULL OR expires_at > ?3))) \
+ORDER BY priority DESC, run_at, id LIMIT ?4)",
+    claim_returning!()
+);
+
+/// The claim's SET clause with `now` computed in-statement (`?3` offset).
+macro_rules! claim_set_sql_now {
+    () => {
+        "UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
+         claim_token = claim_token + 1, worker_id = ?2, claimed_at = unixepoch() + ?3, \
+         deadline = unixepoch() + ?3 + visibility_timeout_s WHERE "
+    };
+}
+
+/// The ready-row candidate scan of [`CLAIM`], `now` computed in-statement.
+/// `CAST(?1 AS TEXT)`: with an ORDER BY, SQLite's planner reads the value
+/// bound to a bare `queue = ?1` and expires the statement whenever it is
+/// rebound, so every claim was parsed again; the cast seeks the same index
+/// without that (`hot_statements_are_never_reprepared`). [`CLAIM`] keeps the
+/// bare parameter: it runs only while a lease has lapsed, and there the
+/// re-plan lets ANALYZE statistics never mislead it.
+macro_rules! ready_ids_sql_now {
+    () => {
+        "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
+         WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+         ORDER BY priority DESC, run_at, id LIMIT "
+    };
+}
+
+/// The guard of the fast path: the queue has no lapsed lease right now.
+macro_rules! no_lapsed_lease {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
+         AND deadline < unixepoch() + ?3)"
+    };
+}
+
+/// The claim's fast path, one autocommit statement: when the queue has no
+/// lapsed lease at this instant, step 1 has nothing to move and the leased
+/// candidate scan of [`CLAIM`] is empty, so the claim *is* the ready scan.
+/// Same rows, same order, same stamps as [`CLAIM`]; a lapsed lease makes
+/// it match nothing and the caller takes the full path. `?1` queue,
+/// `?2` worker, `?3` offset, `?4` n (run through [`claim_ready_n`]).
+pub(crate) const CLAIM_READY: &str =
+    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), "?4)", no_lapsed_lease!(), claim_returning!());
+
+/// [`CLAIM_READY`] with the batch size written into the text instead of
+/// bound: a bound LIMIT is read by the planner, so rebinding it expires the
+/// statement and re-parses it on every call. One cached statement per batch
+/// size in use (callers use one or two).
+pub(crate) fn claim_ready_n(n: usize) -> String {
+    CLAIM_READY.replacen("?4", &n.to_string(), 1)
+}
+
+/// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
+/// table an `IN (…)` list needs, and the literal `LIMIT 1` keeps the
+/// statement compiled: SQLite's planner reads a bound LIMIT, so rebinding it
+/// expires the statement and every call would be parsed again (measured:
+/// about a third of the per-op claim). It takes no `?4`.
+pub(crate) const CLAIM_READY_ONE: &str =
+    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), "1)", no_lapsed_lease!(), claim_returning!());
+
+/// Whether the queue has a lapsed lease now (`?1` queue, `?2` offset): an
+/// empty fast-path claim takes the full path only then, so an idle poll
+/// stays two cheap statements.
+pub(crate) const HAS_LAPSED: &str = "SELECT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 \
+AND state = 'processing' AND deadline < unixepoch() + ?2)";
+
+/// Claims up to `n` (>= 1) jobs of `queue` for `worker`, best first.
+pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+    let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
+    let mut claimed = if n == 1 {
+        run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)?
+    } else {
+        run(conn, &claim_ready_n(n), params![queue, worker, offset], n)?
+    };
+    if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
+        claimed = atomic(conn, Scope::Own, |c| {
+            let now = now(c, offset)?;
+            exhaust(c, queue, now)?;
+            run(c, CLAIM, params![queue, worker, now, limit], n)
+        })?;
+    }
+    // RETURNING order is unspecified; hand jobs out in claim order.
+    if claimed.len() > 1 {
+        claimed.sort_unstable_by_key(|j| (Reverse(j.priority), j.run_at, j.id));
+    }
+    Ok(claimed)
+}
+
+/// Runs one claim statement and collects what it returned.
+#[inline]
+fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
+    let mut stmt = conn.prepare_cached(sql).db()?;
+    let mut rows = stmt.query(params).db()?;
+    let mut out = Vec::with_capacity(n.min(64));
+    while let Some(row) = rows.next().db()? {
+        out.push(rows::claimed(row)?);
+    }
+    Ok(out)
+}
+
+/// Whether `queue` has a lease past its deadline (a read: no write lock).
+fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<bool> {
+    conn.prepare_cached(HAS_LAPSED).and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0))).db()
+}
+
+/// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'
+/// (or 'expired' when also past their expiry, as a sweep would).
+/// Usually matches nothing, and then the DELETE is skipped.
+fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+    let moved = conn.prepare_cached(EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    if moved == 0 {
+        return Ok(());
+    }
+    let deleted = conn.prepare_cached(EXHAUST_DELETE).and_then(|mut s| s.execute(params![queue, now])).db()?;
+    if deleted != moved {
+        // Same predicate, same `now`, one write transaction: cannot differ
+        // unless the file changed under us. Abort rather than strand a row.
+        return Err(Error::database(
+            None,
+            format!("exhaustion by reclaim copied {moved} rows to dead but removed {deleted}; rolled back"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The queue operations, one file per concept; the Postgres engine has the
+//! same files under the same names: `enqueue`, `claim`, `handle` (ack,
+//! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
+//! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
+//! `streams`. `engine.rs` only routes each `Engine` method to one of them.
+//!
+//! The statement convention, shared by both engines: every ops file opens
+//! with the SQL it runs, one named statement per step, then the functions
+//! that bind and run them. A statement that does the same job carries the
+//! same name in both engines (`RETRY` here, `retry` in Postgres's `Sql`).
+//! Here the text is final at compile time: a `const NAME: &str`, run through
+//! `prepare_cached`, so each connection parses it once (pieces shared inside
+//! a file are `macro_rules!` fragments joined with `concat!`, which keeps the
+//! result a `const`). Postgres's text names the store's schema, so there each
+//! file opens with a `Sql` struct rendered once at open instead.
+//!
+//! Parameter conventions: `now` is either computed in the statement as
+//! `unixepoch() + ?offset` (single-statement ops, so no extra round trip) or
+//! bound as a value read once with [`crate::conn::NOW`] (multi-statement ops,
+//! so every statement of one transaction judges against the same instant — a
+//! move-to-dead must never insert one set of rows and delete another).
+//!
+//! Adding an operation: its statements and function in the file of its
+//! concept, one routing line in `engine.rs`, and the same two steps in the
+//! Postgres engine.
+
+// The move to dead, shared by the claim (exhaustion), the handle ops (fail,
+// retry at budget) and the sweep. Defined before the modules that use it.
+
+/// The columns a move to dead copies; the SELECT side is `live_to_dead!`.
+macro_rules! insert_dead {
+    () => {
+        "INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, \
+         claim_token, visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
+         claimed_at, deadline, worker_id, expires_at, last_error, died_at, purge_at) "
+    };
+}
+
+/// `INSERT … SELECT` of live rows matching `$pred` into dead storage, every
+/// field kept as it was, with `$err` as last_error and `$now` as died_at.
+macro_rules! live_to_dead {
+    ($err:literal, $now:literal, $pred:expr) => {
+        concat!(
+            insert_dead!(),
+            "SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, \
+             deadline, worker_id, expires_at, ",
+            $err,
+            ", ",
+            $now,
+            ", ",
+            $now,
+            " + dead_retention_s FROM __alkstore_jobs WHERE ",
+            $pred
+        )
+    };
+}
+
+pub(crate) mod cancel;
+pub(crate) mod claim;
+pub(crate) mod enqueue;
+pub(crate) mod handle;
+pub(crate) mod locks;
+#[cfg(test)]
+mod plans;
+pub(crate) mod reads;
+pub(crate) mod schedules;
+pub(crate) mod streams;
+pub(crate) mod sweep;

@@ -1,0 +1,155 @@
+//! Query-plan tests of the hot statements: each seeks the index it was
+//! written for, with and without ANALYZE statistics, and stays compiled
+//! across calls. Kept in one file because they share a populated table and
+//! span the claim, handle, reads and sweep statements.
+
+use alkstore_core::Result;
+use rusqlite::{params, Connection};
+
+use super::cancel::CANCEL;
+use super::claim::{claim_ready_n, CLAIM, CLAIM_READY, CLAIM_READY_ONE, EXHAUST_DELETE, EXHAUST_MOVE, HAS_LAPSED};
+use super::handle::{ACK, FAIL_DELETE, FAIL_MOVE, HEARTBEAT, RELEASE, RETRY};
+use super::reads::{DEAD_JOBS, GET_JOB, STATS};
+use super::sweep::{PURGE, SWEEP_DELETE, SWEEP_MOVE};
+use crate::error::DbResult;
+use crate::migrate::migrate;
+
+/// The plan lines of `sql` (parameters bound to NULL: plans do not depend on them).
+fn plan(conn: &Connection, sql: &str) -> Result<Vec<String>> {
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).db()?;
+    let nulls = std::iter::repeat_n(rusqlite::types::Null, stmt.parameter_count());
+    let mut rows = stmt.query(rusqlite::params_from_iter(nulls)).db()?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().db()? {
+        out.push(r.get::<_, String>(3).db()?);
+    }
+    Ok(out)
+}
+
+/// A file-backed-like table: rows in several queues and states.
+fn populated(analyze: bool) -> Result<Connection> {
+    let conn = Connection::open_in_memory().db()?;
+    migrate(&conn)?;
+    for i in 0..2000 {
+        let state = if i % 10 == 0 { "processing" } else { "pending" };
+        conn.execute(
+            "INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts, \
+             claim_token, visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline, expires_at) \
+             VALUES (?1, ?2, '{}', 0, 0, 3, 0, 30, 5, 0, ?3, ?3, CASE WHEN ?3 % 7 = 0 THEN ?3 END)",
+            params![format!("q{}", i % 4), state, i],
+        )
+        .db()?;
+    }
+    if analyze {
+        conn.execute_batch("ANALYZE").db()?;
+    }
+    Ok(conn)
+}
+
+fn assert_no_table_scan(what: &str, lines: &[String]) {
+    for line in lines {
+        assert!(
+            !line.starts_with("SCAN __alkstore_") || line.contains("INDEX"),
+            "{what}: full scan in plan:\n{}",
+            lines.join("\n")
+        );
+    }
+}
+
+/// Both claim candidate scans seek their partial index in its own order:
+/// no full scan and no sort of the jobs table; the one sort is the final
+/// merge of the ready candidates and the lapsed leases. Checked with and without ANALYZE
+/// statistics (a real store never runs ANALYZE).
+#[test]
+fn claim_plan_uses_the_partial_indexes() -> Result<()> {
+    for analyze in [false, true] {
+        let conn = populated(analyze)?;
+        let lines = plan(&conn, CLAIM)?;
+        let text = lines.join("\n");
+        assert!(text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
+        assert!(
+            text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"),
+            "{text}"
+        );
+        assert_no_table_scan("claim", &lines);
+        let sorts: Vec<usize> =
+            lines.iter().enumerate().filter(|(_, l)| l.contains("TEMP B-TREE")).map(|(i, _)| i).collect();
+        assert_eq!(sorts, vec![lines.len() - 1], "the only sort must be the final candidate merge:\n{text}");
+    }
+    Ok(())
+}
+
+/// The fast-path claim statements seek the ready index in order and
+/// guard on a seek of the leased index: no scan, no sort.
+#[test]
+fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
+    for analyze in [false, true] {
+        let conn = populated(analyze)?;
+        for sql in [CLAIM_READY, CLAIM_READY_ONE, &claim_ready_n(128)] {
+            let lines = plan(&conn, sql)?;
+            let text = lines.join("\n");
+            assert!(text.contains("USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"), "{text}");
+            assert!(text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
+            assert_no_table_scan("fast claim", &lines);
+            assert!(!text.contains("TEMP B-TREE"), "{text}");
+        }
+    }
+    let lines = plan(&populated(false)?, HAS_LAPSED)?;
+    assert!(lines.iter().any(|l| l.contains("COVERING INDEX __alkstore_jobs_leased")), "{}", lines.join("\n"));
+    Ok(())
+}
+
+/// The other statements that run per claim or per sweep seek their indexes too.
+#[test]
+fn maintenance_plans_use_their_indexes() -> Result<()> {
+    let conn = populated(false)?;
+    let cases = [
+        (EXHAUST_MOVE, "__alkstore_jobs_leased"),
+        (EXHAUST_DELETE, "__alkstore_jobs_leased"),
+        (SWEEP_MOVE, "__alkstore_jobs_expiring"),
+        (SWEEP_DELETE, "__alkstore_jobs_expiring"),
+        (PURGE, "__alkstore_dead_purge"),
+        (DEAD_JOBS, "__alkstore_dead_queue"),
+        (STATS, "COVERING INDEX __alkstore_jobs_ready"),
+        (STATS, "COVERING INDEX __alkstore_jobs_leased"),
+        (STATS, "COVERING INDEX __alkstore_dead_queue"),
+    ];
+    for (sql, index) in cases {
+        let lines = plan(&conn, sql)?;
+        assert!(lines.iter().any(|l| l.contains(index)), "{sql}\n{}", lines.join("\n"));
+        assert_no_table_scan(sql, &lines);
+        assert!(!lines.iter().any(|l| l.contains("TEMP B-TREE")), "{sql}\n{}", lines.join("\n"));
+    }
+    for sql in [ACK, RETRY, HEARTBEAT, RELEASE, FAIL_MOVE, FAIL_DELETE, CANCEL, GET_JOB] {
+        let lines = plan(&conn, sql)?;
+        assert!(lines.iter().all(|l| !l.starts_with("SCAN")), "{sql}\n{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+/// The per-op hot statements stay compiled across calls with new
+/// bindings: a bound value the planner reads (a LIMIT, say) would expire
+/// the statement and make SQLite parse it again on every call.
+#[test]
+fn hot_statements_are_never_reprepared() -> Result<()> {
+    use rusqlite::StatementStatus;
+    let conn = populated(false)?;
+    for round in 0..3_i64 {
+        let mut claim = conn.prepare_cached(CLAIM_READY_ONE).db()?;
+        let mut rows = claim.query(params![format!("q{round}"), format!("w{round}"), round]).db()?;
+        while rows.next().db()?.is_some() {}
+        drop(rows);
+        assert_eq!(claim.get_status(StatementStatus::RePrepare), 0, "claim re-prepared");
+        drop(claim);
+        let batch_sql = claim_ready_n(128);
+        let mut batch = conn.prepare_cached(&batch_sql).db()?;
+        let mut rows = batch.query(params![format!("q{round}"), format!("w{round}"), round]).db()?;
+        while rows.next().db()?.is_some() {}
+        drop(rows);
+        assert_eq!(batch.get_status(StatementStatus::RePrepare), 0, "batch claim re-prepared");
+        let mut ack = conn.prepare_cached(ACK).db()?;
+        ack.execute(params![round, "w", round, round]).db()?;
+        assert_eq!(ack.get_status(StatementStatus::RePrepare), 0, "ack re-prepared");
+    }
+    Ok(())
+}
