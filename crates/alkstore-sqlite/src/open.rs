@@ -1,7 +1,7 @@
 //! Opening a store file: connections, pragmas, the read-only check and the
 //! migration, each failure turned into a `DatabaseError` naming the file.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use alkstore_core::{Error, OpenOptions, Result};
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
@@ -71,7 +71,7 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // Switching is a write to the file, which `must_exist` never does: a
     // store is in WAL already, and anything else is refused by the caller's
     // first read (`migrate::check_existing`).
-    let stayed = if options.must_exist { None } else { switch_to_wal(&conn)? };
+    let stayed = if options.must_exist { None } else { switch_to_wal(&conn, options.busy_timeout_ms)? };
     if let Some(mode) = stayed {
         return Err(Error::database(
             None,
@@ -99,7 +99,29 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
 }
 
 /// Switches to WAL; the mode the file stayed in when it did not switch.
-fn switch_to_wal(conn: &Connection) -> Result<Option<String>> {
-    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).db()?;
-    Ok((!mode.eq_ignore_ascii_case("wal")).then_some(mode))
+///
+/// While a brand-new file is still in rollback mode, the switch needs an
+/// exclusive lock, and SQLite answers SQLITE_BUSY at once instead of calling
+/// the busy handler when another connection holds a shared lock on it (so
+/// two waiters cannot deadlock). Several processes opening one fresh file
+/// at the same moment hit exactly that, so the switch is retried here until
+/// `busy_timeout_ms` has passed, as every other statement would wait.
+fn switch_to_wal(conn: &Connection, busy_timeout_ms: u64) -> Result<Option<String>> {
+    let give_up = Instant::now() + Duration::from_millis(busy_timeout_ms);
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0)) {
+            Ok(mode) => return Ok((!mode.eq_ignore_ascii_case("wal")).then_some(mode)),
+            Err(e) if is_busy(&e) && Instant::now() < give_up => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(e) => return Err::<Option<String>, _>(e).db(),
+        }
+    }
+}
+
+/// SQLITE_BUSY, the one error the WAL switch waits out.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::DatabaseBusy)
 }
