@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::names::outbox_queue;
+use alkstore_core::rules::names::outbox_queue;
 use alkstore_core::{
     parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target,
 };

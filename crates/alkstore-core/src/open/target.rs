@@ -1,8 +1,8 @@
 //! What `alkstore.open(target, **options)` accepts (SPEC §2).
 
-use crate::duration;
 use crate::error::{Error, Result};
-use crate::redact::redact_url;
+use crate::open::redact::redact_url;
+use crate::rules::duration;
 
 /// Which engine a target string selects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,11 +262,14 @@ mod tests {
         assert!(matches!(one(&pg, "listen", OptValue::Int(1)), Err(Error::Type(_))));
         assert!(matches!(one(&pg, "schema", OptValue::Int(1)), Err(Error::Type(_))));
         assert!(matches!(one(&sq, "poll_interval_s", OptValue::Bool(true)), Err(Error::Type(_))));
-        for bad in [0.0, -1.0, 1e20, f64::NAN, (crate::MAX_DURATION_S + 1) as f64] {
+        for bad in [0.0, -1.0, 1e20, f64::NAN, (crate::rules::duration::MAX_DURATION_S + 1) as f64] {
             let r = one(&sq, "poll_interval_s", OptValue::Float(bad));
             assert!(matches!(r, Err(Error::Value(m)) if m.contains("poll_interval_s")), "{bad}");
         }
-        assert_eq!(one(&sq, "poll_interval_s", OptValue::Int(crate::MAX_DURATION_S))?.poll_interval_s, 3_155_760_000.0);
+        assert_eq!(
+            one(&sq, "poll_interval_s", OptValue::Int(crate::rules::duration::MAX_DURATION_S))?.poll_interval_s,
+            3_155_760_000.0
+        );
         Ok(())
     }
 }

@@ -4,21 +4,28 @@
 //! byte reaches storage: the store is open, the calling thread is not inside
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
+pub mod lock;
+pub mod stop;
+pub mod stream;
+pub mod txguard;
+pub mod waiting;
+pub mod wake;
+
 use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::ThreadId;
 
-use crate::duration::{check_instant, check_seconds, check_wait, MAX_DURATION_S};
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
+use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::{Engine, Tx};
 use crate::error::{Error, Result};
-use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
-use crate::names::validate_name;
-use crate::sql::{SqlRow, SqlValue};
-use crate::target::OpenOptions;
-use crate::txguard::TxThreads;
-use crate::waiting::WaitSpec;
-use crate::wake::WakeHub;
+use crate::open::target::OpenOptions;
+use crate::rules::duration::{check_instant, check_seconds, check_wait, MAX_DURATION_S};
+use crate::rules::names::validate_name;
+use crate::store::txguard::TxThreads;
+use crate::store::waiting::WaitSpec;
+use crate::store::wake::WakeHub;
 
 /// The most jobs one `claim_batch` may take, and the most `dead_jobs` rows.
 pub const MAX_BATCH: usize = 1000;

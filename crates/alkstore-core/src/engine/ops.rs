@@ -67,7 +67,7 @@ pub trait ScheduleOps {
     /// it again).
     fn schedule_next_due(&self) -> Result<Option<i64>>;
     /// For every schedule due at `now`: under a row lock, enqueue the fires
-    /// planned by [`crate::schedule::plan_tick`] (derived queue defaults:
+    /// planned by [`crate::schedule::spec::plan_tick`] (derived queue defaults:
     /// vt 300 s, base 5 s, retention none; the row's priority, max_attempts
     /// (default 3) and expires) and advance `next_fire_at` with a conditional
     /// update (`WHERE next_fire_at = <the value read>`), all in one

@@ -7,11 +7,11 @@
 
 use std::fmt::Display;
 
+use crate::engine::ops::Event;
 use crate::error::{Error, Result};
-use crate::names::validate_name;
-use crate::ops::Event;
+use crate::rules::names::validate_name;
+use crate::store::waiting::WaitSpec;
 use crate::store::{count_in, Store, TxSession};
-use crate::waiting::WaitSpec;
 
 /// The most events one `read` (or one subscription fetch) returns.
 pub const MAX_READ: usize = 1000;

@@ -7,12 +7,16 @@
 //! downcasts it to its own type with [`Tx::as_any_mut`]) and in its own
 //! short transaction otherwise.
 
+pub mod model;
+pub mod ops;
+pub mod sql;
+
 use std::any::Any;
 
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::ops::{LockOps, ScheduleOps, StreamOps};
+use crate::engine::sql::{SqlRow, SqlValue};
 use crate::error::Result;
-use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
-use crate::ops::{LockOps, ScheduleOps, StreamOps};
-use crate::sql::{SqlRow, SqlValue};
 
 /// An open transaction of the caller's (SPEC §6).
 pub trait Tx: Send {
@@ -90,7 +94,7 @@ pub trait Engine: Send + Sync + LockOps + ScheduleOps + StreamOps {
     /// Starts feeding `hub` with a bump after every commit that may concern a
     /// waiter (SQLite: a `data_version` watcher thread; pg: LISTEN), until
     /// `close`. Called once by [`crate::store::Store::new`].
-    fn start_wakes(&self, hub: std::sync::Arc<crate::wake::WakeHub>) -> Result<()>;
+    fn start_wakes(&self, hub: std::sync::Arc<crate::store::wake::WakeHub>) -> Result<()>;
 
     /// The earliest instant after `now` at which `queue` gains claimable work
     /// without a commit: the earliest future `run_at` of a pending row or the
