@@ -9,9 +9,10 @@
 use alkstore_core::{Claimed, Result};
 
 use crate::ctx::Ctx;
-use crate::rows::{claimed, sort_claimed};
+use crate::rows::claimed;
 
-/// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.
+/// Claims up to `n` jobs of `queue` for `worker_id`, in RETURNING order:
+/// the Store sorts them into claim order.
 pub async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim_one, &[&cx.offset, &queue, &worker_id]).await?
@@ -19,9 +20,7 @@ pub async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Resu
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         cx.query(&cx.sql.claim, &[&cx.offset, &queue, &worker_id, &limit]).await?
     };
-    let mut jobs = rows.iter().map(claimed).collect::<Result<Vec<_>>>()?;
-    sort_claimed(&mut jobs);
-    Ok(jobs)
+    rows.iter().map(claimed).collect()
 }
 
 #[cfg(test)]

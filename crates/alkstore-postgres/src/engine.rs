@@ -14,14 +14,14 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Redactor, Result, Swept, Tx,
-    WakeHub,
+    redact_url, Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Redactor, Result, Swept, Tx, WakeHub,
 };
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
 use crate::ctx::Ctx;
 use crate::error::{pg_error, pool_error};
+use crate::options::PgOptions;
 use crate::runtime::Rt;
 use crate::sql::Statements;
 use crate::tx::PgTx;
@@ -67,14 +67,14 @@ impl std::fmt::Debug for PgEngine {
 
 impl PgEngine {
     /// Connects, migrates the schema and returns the engine.
-    pub fn open(url: &str, options: &OpenOptions) -> Result<Self> {
+    pub fn open(url: &str, options: &PgOptions) -> Result<Self> {
         let redactor = Redactor::for_url(url);
         let shown = redact_url(url);
         let config = pool::pg_config(url, &redactor)?;
         let pool = pool::build(config.clone(), options.pool_size)?;
         let schema = options.schema.clone();
         let rt = Rt::current()?;
-        let must_exist = options.must_exist;
+        let must_exist = options.common.must_exist;
         let migrated = rt.block_on(async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
             if must_exist {
@@ -121,11 +121,9 @@ impl PgEngine {
             Some(t) => {
                 let t = self.own_tx(t)?;
                 let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
-                let r = self.rt.block_on(op(&cx))?;
-                if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
-                    t.mark_failed();
-                }
-                r
+                // A failure here dooms the caller's transaction: the Store's
+                // session records that, not the engine.
+                self.rt.block_on(op(&cx))?
             }
             None => self.rt.block_on(async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
@@ -178,9 +176,6 @@ impl Engine for PgEngine {
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
         self.run(tx, async |cx| enqueue::enqueue(cx, queue, opts, jobs).await)
     }
 
@@ -189,14 +184,11 @@ impl Engine for PgEngine {
     }
 
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
-        if jobs.is_empty() {
-            return Ok(0);
-        }
         self.run(tx, async |cx| handle::ack(cx, jobs).await)
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
-        self.run(tx, async |cx| handle::retry(cx, job, error, delay_s).await)
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
+        self.run(tx, async |cx| handle::retry(cx, job, delay_s).await)
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {

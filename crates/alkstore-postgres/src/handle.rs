@@ -7,9 +7,9 @@
 //! single `DELETE … RETURNING` feeding an `INSERT`: atomic on their own and
 //! inside a caller's transaction alike, so no savepoint is needed.
 
-use alkstore_core::{backoff_delay, Claimed, Result};
+use alkstore_core::{Claimed, Result};
 
-use crate::ctx::{span, Ctx};
+use crate::ctx::Ctx;
 use crate::rows::col;
 
 /// Deletes every valid handle in one statement; returns how many landed.
@@ -25,18 +25,9 @@ pub async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// Back to pending after `delay_s` (None: the core curve), or to dead with
-/// `error` when the budget is spent.
-///
-/// The budget check reads the handle's `attempts`, not the row's: only a
-/// claim (which bumps the token) or a release (which leaves `processing`)
-/// changes a row's `attempts`, and either invalidates this handle, so
-/// whenever the statement can land the two values are equal.
-pub async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
-    if job.attempts >= job.max_attempts {
-        return kill(cx, job, error).await;
-    }
-    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
+/// Back to pending after `delay` seconds (resolved by the Store, which
+/// sends a spent budget to [`kill`] instead).
+pub async fn retry(cx: &Ctx<'_>, job: &Claimed, delay: i64) -> Result<bool> {
     let n = cx.execute(&cx.sql.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay]).await?;
     Ok(n > 0)
 }
@@ -49,8 +40,7 @@ pub async fn kill(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<bool> {
 
 /// `deadline := now + extend_s`; the new deadline, or None when refused.
 pub async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-    let extend = span(extend_s);
-    let rows = cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend]).await?;
+    let rows = cx.query(&cx.sql.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend_s]).await?;
     rows.first().map(|r| col(r, 0)).transpose()
 }
 

@@ -20,6 +20,7 @@ mod handle;
 mod listen;
 mod locks;
 mod migrate;
+mod options;
 mod params;
 mod pool;
 mod reads;
@@ -35,10 +36,11 @@ mod tx;
 
 use std::sync::Arc;
 
-use alkstore_core::{Engine, OpenOptions, Result};
+use alkstore_core::{Engine, Result};
 
 pub use engine::PgEngine;
 pub use migrate::LATEST_VERSION;
+pub use options::PgOptions;
 pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 
 /// Opens (creating or migrating) the Postgres store at `url`, in the schema
@@ -46,6 +48,6 @@ pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 ///
 /// An unreachable server, a bad URL or a schema written by a newer alkstore
 /// is an error naming the URL with its password masked.
-pub fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+pub fn open(url: &str, options: &PgOptions) -> Result<Arc<dyn Engine>> {
     Ok(Arc::new(PgEngine::open(url, options)?))
 }

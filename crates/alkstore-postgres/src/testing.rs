@@ -1,7 +1,7 @@
 //! Unit-test fixture: a fresh schema on the test server, migrated, dropped
 //! at the end. (Integration tests have their own in `tests/common`.)
 
-use alkstore_core::OpenOptions;
+use crate::options::PgOptions;
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
 
@@ -38,7 +38,7 @@ impl Fixture {
             let _ = conn.await;
         });
         let schema = format!("alk_u_{:016x}", rand::thread_rng().gen::<u64>());
-        let options = OpenOptions { schema: schema.clone(), pool_size: 2, ..OpenOptions::default() };
+        let options = PgOptions { schema: schema.clone(), pool_size: 2, ..PgOptions::default() };
         let engine = PgEngine::open(&url, &options)?;
         Ok(Some(Fixture { engine, schema, client }))
     }

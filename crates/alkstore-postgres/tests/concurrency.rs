@@ -64,7 +64,7 @@ fn concurrent_reclaims_and_exhaustion_are_exactly_once() -> TestResult {
     let a: Vec<NewJob> = (0..200).map(|i| job(&i.to_string())).collect();
     let spare_ids: HashSet<i64> = db.engine.enqueue(None, "q", &spare, &a)?.into_iter().collect();
     db.engine.enqueue(None, "q", &last, &a)?;
-    while !db.engine.claim("q", "first", 100)?.is_empty() {}
+    while !common::claim(&*db.engine, "q", "first", 100)?.is_empty() {}
     let engines = (0..THREADS).map(|_| db.reopen()).collect::<Result<Vec<_>, _>>()?;
     for e in &engines {
         e.advance_clock(11);

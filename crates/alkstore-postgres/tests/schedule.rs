@@ -86,9 +86,9 @@ fn tick_fires_due_boundaries_with_the_row_stamps() -> TestResult {
     let e = &f.engine;
     e.schedule_upsert(None, &every("s", 10))?;
     let nf = stored(e.as_ref(), "s")?.next_fire_at;
-    assert_eq!(e.schedule_tick()?.fired, 0, "nothing due yet");
+    assert_eq!(alkstore_core::schedule::tick::tick(&**e)?.fired, 0, "nothing due yet");
     e.advance_clock(nf - e.now()? + 25); // boundaries nf, nf+10, nf+20
-    let r = e.schedule_tick()?;
+    let r = alkstore_core::schedule::tick::tick(&**e)?;
     assert_eq!((r.fired, r.skipped, r.next_due), (3, 0, Some(nf + 30)));
     let jobs = e.claim("q", "w", 10)?;
     assert_eq!(jobs.len(), 3);
@@ -96,7 +96,7 @@ fn tick_fires_due_boundaries_with_the_row_stamps() -> TestResult {
         assert_eq!((j.priority, j.max_attempts, j.visibility_timeout_s), (7, 9, 300));
         assert_eq!(j.payload, r#"{"tick":1}"#);
     }
-    assert_eq!(e.schedule_tick()?.fired, 0, "a second tick fires nothing");
+    assert_eq!(alkstore_core::schedule::tick::tick(&**e)?.fired, 0, "a second tick fires nothing");
     Ok(())
 }
 
@@ -106,7 +106,7 @@ fn catch_up_is_capped() -> TestResult {
     let e = &f.engine;
     e.schedule_upsert(None, &every("s", 10))?;
     e.advance_clock(200 * 10);
-    let r = e.schedule_tick()?;
+    let r = alkstore_core::schedule::tick::tick(&**e)?;
     assert_eq!(r.fired, MAX_CATCH_UP as i64);
     assert!(r.skipped >= 200 - 64);
     assert!(r.next_due.unwrap() > e.now()?);
@@ -133,7 +133,7 @@ fn rogue_tickers_fire_each_boundary_once() -> TestResult {
                 for _ in 0..rounds {
                     h.advance_clock(10);
                     barrier.wait();
-                    fired += h.schedule_tick()?.fired;
+                    fired += alkstore_core::schedule::tick::tick(&*h)?.fired;
                 }
                 Ok(fired)
             })

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use alkstore_core::{NewJob, OpenOptions, ReadyAt, StopToken, Store, WaitSpec, WakeHub};
+use alkstore_postgres::PgOptions;
 use common::{admin, job, opts, raw_client, TestDb, TestResult};
 
 /// Waits up to `within` for `hub` to move past `seen`.
@@ -90,7 +91,7 @@ fn a_lost_listen_connection_reconnects_and_wakes_everyone() -> TestResult {
 #[test]
 fn close_ends_the_listener_and_listen_false_never_starts_one() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
-    let quiet = alkstore_postgres::open(&common::url(), &OpenOptions { listen: false, ..db.options.clone() })?;
+    let quiet = alkstore_postgres::open(&common::url(), &PgOptions { listen: false, ..db.options.clone() })?;
     quiet.start_wakes(Arc::new(WakeHub::new()))?;
     assert!(listener_pids(&db)?.is_empty());
     db.engine.start_wakes(Arc::new(WakeHub::new()))?;
@@ -108,7 +109,7 @@ fn close_ends_the_listener_and_listen_false_never_starts_one() -> TestResult {
 fn a_waiting_claim_is_woken_by_another_stores_commit() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
     // A long safety-net poll, so only the notification can explain a quick wake.
-    let options = OpenOptions { poll_interval_s: 30.0, ..db.options.clone() };
+    let options = OpenOptions { poll_interval_s: 30.0, ..db.options.common.clone() };
     let store = Store::new(db.reopen()?, options);
     let writer = db.reopen()?;
     let never = || false;

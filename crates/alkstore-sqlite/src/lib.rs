@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Engine, OpenOptions, Result};
+use alkstore_core::{Engine, Result};
 
 mod cancel;
 mod claim;
@@ -34,6 +34,7 @@ mod handle;
 mod locks;
 mod migrate;
 mod open;
+mod options;
 mod reads;
 mod rows;
 mod schedules;
@@ -45,6 +46,7 @@ mod wake;
 mod wal;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
+pub use options::SqliteOptions;
 
 /// The schema version this build of the engine creates and understands;
 /// a file with a higher `schema_version` is refused at open.
@@ -54,7 +56,7 @@ pub const SCHEMA_VERSION: i64 = migrate::SCHEMA_VERSION;
 ///
 /// A file that is not a SQLite database, is corrupt, cannot be written, or
 /// was written by a newer alkstore gives `Error::Database` naming the file.
-pub fn open(path: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+pub fn open(path: &str, options: &SqliteOptions) -> Result<Arc<dyn Engine>> {
     // Before the first file is opened; when it cannot hold, the binding
     // warns (see `shared_file_protection`).
     let _ = filelocks::install();

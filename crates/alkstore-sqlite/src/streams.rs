@@ -100,13 +100,15 @@ impl StreamOps for SqliteEngine {
 
 #[cfg(test)]
 mod tests {
-    use alkstore_core::{Engine, OpenOptions};
+    use alkstore_core::Engine;
+
+    use crate::SqliteOptions;
 
     type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
     fn engine(dir: &tempfile::TempDir) -> alkstore_core::Result<std::sync::Arc<dyn Engine>> {
         let path = dir.path().join("s.db");
-        crate::open(path.to_str().expect("utf-8 temp path"), &OpenOptions::default())
+        crate::open(path.to_str().expect("utf-8 temp path"), &SqliteOptions::default())
     }
 
     #[test]

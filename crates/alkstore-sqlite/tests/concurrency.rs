@@ -6,7 +6,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use alkstore_core::{Error, NewJob, OpenOptions, Result};
+use alkstore_core::{Error, NewJob, Result};
+use alkstore_sqlite::SqliteOptions;
 use common::{job, opts, Fixture};
 
 const THREADS: usize = 4;
@@ -24,7 +25,7 @@ fn four_handles_claim_each_job_exactly_once() -> Result<()> {
             let barrier = barrier.clone();
             thread::spawn(move || -> Result<Vec<i64>> {
                 // Its own engine handle: its own writer, like another process.
-                let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+                let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
                 let worker = format!("w{t}");
                 barrier.wait();
                 let mut mine = Vec::new();
@@ -69,7 +70,7 @@ fn concurrent_opens_of_a_fresh_file_all_succeed() -> Result<()> {
             let barrier = barrier.clone();
             thread::spawn(move || -> Result<i64> {
                 barrier.wait();
-                let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+                let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
                 Ok(engine.enqueue(None, "q", &opts(), &[job(&i.to_string())])?[0])
             })
         })
@@ -121,7 +122,7 @@ fn concurrent_sweeps_never_double_move() -> Result<()> {
             let path = f.path.clone();
             let barrier = barrier.clone();
             thread::spawn(move || -> Result<i64> {
-                let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+                let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
                 engine.advance_clock(10);
                 barrier.wait();
                 Ok(engine.sweep_expired("q")?.expired)

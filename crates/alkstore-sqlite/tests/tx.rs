@@ -65,12 +65,12 @@ fn handle_ops_in_a_transaction_land_only_on_commit() -> Result<()> {
     let a = f.put("q", "a")?;
     let b = f.put("q", "b")?;
     let c = f.put("q", "c")?;
-    let js = f.engine.claim("q", "w", 3)?;
+    let js = common::claim(&*f.engine, "q", "w", 3)?;
     let (ja, jb, jc) = (&js[0], &js[1], &js[2]);
     let mut tx = f.engine.begin()?;
     assert_eq!(f.engine.ack(Some(tx.as_mut()), &[ja])?, 1);
     assert!(f.engine.fail(Some(tx.as_mut()), jb, "nope")?);
-    assert!(f.engine.retry(Some(tx.as_mut()), jc, "later", Some(0))?);
+    assert!(common::retry(&*f.engine, Some(tx.as_mut()), jc, "later", Some(0))?);
     tx.rollback()?;
     for id in [a, b, c] {
         assert_eq!(f.engine.get_job(None, "q", id)?.map(|j| j.state), Some(JobState::Processing));
@@ -78,7 +78,7 @@ fn handle_ops_in_a_transaction_land_only_on_commit() -> Result<()> {
     let mut tx = f.engine.begin()?;
     assert_eq!(f.engine.ack(Some(tx.as_mut()), &[ja])?, 1);
     assert!(f.engine.fail(Some(tx.as_mut()), jb, "nope")?);
-    assert!(f.engine.retry(Some(tx.as_mut()), jc, "later", Some(0))?);
+    assert!(common::retry(&*f.engine, Some(tx.as_mut()), jc, "later", Some(0))?);
     assert!(f.engine.cancel(Some(tx.as_mut()), "q", c)?);
     tx.commit()?;
     assert!(f.engine.get_job(None, "q", a)?.is_none());

@@ -6,7 +6,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{NewJob, OpenOptions, QueueOpts, ReadyAt, Result, WakeHub};
+use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result, WakeHub};
+use alkstore_sqlite::SqliteOptions;
 
 fn job(ready: ReadyAt) -> NewJob {
     NewJob { payload: "{}".into(), ready, priority: 0, max_attempts: None, expires_s: None }
@@ -17,8 +18,8 @@ fn commit_from_another_handle_bumps_the_hub() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("w.db");
     let path = path.to_str().expect("utf-8 path");
-    let waiter = alkstore_sqlite::open(path, &OpenOptions::default())?;
-    let writer = alkstore_sqlite::open(path, &OpenOptions::default())?;
+    let waiter = alkstore_sqlite::open(path, &SqliteOptions::default())?;
+    let writer = alkstore_sqlite::open(path, &SqliteOptions::default())?;
     let hub = Arc::new(WakeHub::new());
     waiter.start_wakes(hub.clone())?;
     let seen = hub.generation();
@@ -32,7 +33,7 @@ fn commit_from_another_handle_bumps_the_hub() -> Result<()> {
 fn next_wake_is_the_earliest_deadline() -> Result<()> {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("n.db");
-    let e = alkstore_sqlite::open(path.to_str().expect("utf-8 path"), &OpenOptions::default())?;
+    let e = alkstore_sqlite::open(path.to_str().expect("utf-8 path"), &SqliteOptions::default())?;
     assert_eq!(e.next_wake("q")?, None);
     let now = e.now()?;
     e.enqueue(None, "q", &QueueOpts::default(), &[job(ReadyAt::Delay(50)), job(ReadyAt::Delay(20))])?;

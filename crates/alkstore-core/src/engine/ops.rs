@@ -3,6 +3,7 @@
 //! loops built on them (the schedule runner, stream subscriptions) live once
 //! in this crate.
 
+use crate::engine::model::{NewJob, QueueOpts};
 use crate::engine::Tx;
 use crate::error::Result;
 
@@ -40,15 +41,20 @@ pub struct ScheduleRow {
     pub next_fire_at: i64,
 }
 
-/// What one tick of the runner did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TickReport {
-    /// Jobs enqueued by fires.
-    pub fired: i64,
-    /// Boundaries skipped past the catch-up cap.
-    pub skipped: i64,
-    /// The earliest `next_fire_at` over all schedules after the tick.
-    pub next_due: Option<i64>,
+/// What one fire of a schedule writes, decided by core
+/// ([`crate::schedule::tick::firing`]) from the row the engine read under
+/// its row lock and the engine's clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Firing {
+    /// The schedule's next fire after this one. The engine's advance to it
+    /// is conditional on the row still holding the `next_fire_at` it read.
+    pub next_fire_at: i64,
+    /// The queue the fires go to.
+    pub queue: String,
+    /// The options stamped on them (the derived queue defaults).
+    pub opts: QueueOpts,
+    /// The jobs, one per boundary fired; never empty.
+    pub jobs: Vec<NewJob>,
 }
 
 /// Schedule storage and the atomic fire-and-advance (SPEC §8).
@@ -66,13 +72,18 @@ pub trait ScheduleOps {
     /// runner can re-check after a wake without writing (a write would wake
     /// it again).
     fn schedule_next_due(&self) -> Result<Option<i64>>;
-    /// For every schedule due at `now`: under a row lock, enqueue the fires
-    /// planned by [`crate::schedule::spec::plan_tick`] (derived queue defaults:
-    /// vt 300 s, base 5 s, retention none; the row's priority, max_attempts
-    /// (default 3) and expires) and advance `next_fire_at` with a conditional
-    /// update (`WHERE next_fire_at = <the value read>`), all in one
-    /// transaction per schedule.
-    fn schedule_tick(&self) -> Result<TickReport>;
+    /// Names of the schedules due at the engine's clock (offset included),
+    /// oldest boundary first (ties by name). A read only.
+    fn schedule_due(&self) -> Result<Vec<String>>;
+    /// One schedule's atomic fire-and-advance, in one transaction of its own:
+    /// lock `name`'s row (it may wait behind another ticker), read the clock,
+    /// and hand both to `plan`. When `plan` returns a [`Firing`], advance
+    /// `next_fire_at` to its value with a conditional update (`WHERE
+    /// next_fire_at = <the value read>`) and, only when that update landed,
+    /// enqueue its jobs through the engine's one enqueue path; then commit.
+    /// True when the firing landed; false (nothing written) when the row is
+    /// gone, `plan` returned `None`, or the advance lost a race.
+    fn schedule_fire(&self, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>) -> Result<bool>;
 }
 
 /// One stream event (SPEC §9).

@@ -3,5 +3,8 @@
 //! before anything reaches an engine.
 
 pub mod backoff;
+pub mod batch;
+pub mod claim_order;
 pub mod duration;
 pub mod names;
+pub mod retry;

@@ -5,47 +5,29 @@
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
 pub mod lock;
+pub mod session;
 pub mod stop;
 pub mod stream;
 pub mod txguard;
 pub mod waiting;
 pub mod wake;
 
-use std::fmt::Display;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::thread::ThreadId;
 
 use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
-use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::{Engine, Tx};
 use crate::error::{Error, Result};
-use crate::open::target::OpenOptions;
-use crate::rules::duration::{check_instant, check_seconds, check_wait, MAX_DURATION_S};
+use crate::open::options::OpenOptions;
+pub use crate::rules::batch::{batch_size, MAX_BATCH};
+use crate::rules::claim_order::sort_claimed;
+use crate::rules::duration::{check_instant, check_seconds, check_wait, span, MAX_DURATION_S};
 use crate::rules::names::validate_name;
+use crate::rules::retry::{retry_to, RetryTo};
+pub use crate::store::session::TxSession;
 use crate::store::txguard::TxThreads;
 use crate::store::waiting::WaitSpec;
 use crate::store::wake::WakeHub;
-
-/// The most jobs one `claim_batch` may take, and the most `dead_jobs` rows.
-pub const MAX_BATCH: usize = 1000;
-
-/// A batch or page size (`n`, `limit`, `batch`): `n` when it lies in
-/// `1..=MAX_BATCH`, else a ValueError naming `what`.
-///
-/// Generic over the integer so a binding can hand over its own: a Python int
-/// may be wider than any Rust one, and the message shows it as the caller wrote it.
-pub fn batch_size<N: TryInto<usize> + Display + Copy>(what: &str, n: N) -> Result<usize> {
-    count_in(what, n, MAX_BATCH)
-}
-
-/// `n` when it lies in `1..=max`, else a ValueError naming `what`.
-pub(crate) fn count_in<N: TryInto<usize> + Display + Copy>(what: &str, n: N, max: usize) -> Result<usize> {
-    match n.try_into() {
-        Ok(v) if (1..=max).contains(&v) => Ok(v),
-        _ => Err(Error::Value(format!("{what} must be between 1 and {max}, got {n}"))),
-    }
-}
 
 /// An open store over one engine.
 pub struct Store {
@@ -55,15 +37,6 @@ pub struct Store {
     closed: AtomicBool,
     /// Started on the first wait, so stores that never wait run no watcher.
     hub: OnceLock<Arc<WakeHub>>,
-}
-
-/// A caller transaction plus the seam's bookkeeping: a failed statement dooms
-/// it; a finished one refuses further use.
-pub struct TxSession {
-    inner: Option<Box<dyn Tx>>,
-    doomed: bool,
-    thread: ThreadId,
-    threads: Arc<TxThreads>,
 }
 
 impl Store {
@@ -144,21 +117,15 @@ impl Store {
         }
     }
 
-    /// Runs `f` and dooms the session when it fails with a database error.
+    /// Runs `f` in the caller's transaction when given (under the session's
+    /// doom rule), else on a free thread in the engine's own transaction.
     pub(crate) fn in_tx<T>(
         &self,
         tx: Option<&mut TxSession>,
         f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
     ) -> Result<T> {
         match tx {
-            Some(s) => {
-                let inner = s.live()?;
-                let r = f(Some(inner));
-                if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
-                    s.doomed = true;
-                }
-                r
-            }
+            Some(s) => s.op(|t| f(Some(t))),
             None => {
                 self.enter(None)?;
                 f(None)
@@ -232,7 +199,14 @@ impl Store {
         validate_name("worker", worker_id)?;
         batch_size("n", n)?;
         self.enter(None)?;
-        self.engine.claim(queue, worker_id, n)
+        self.claim_now(queue, worker_id, n)
+    }
+
+    /// One look: the engine's claim (`n` already in range), in claim order.
+    fn claim_now(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        let mut claimed = self.engine.claim(queue, worker_id, n)?;
+        sort_claimed(&mut claimed);
+        Ok(claimed)
     }
 
     /// `claim` / `claim_batch` with a timeout: waits for commits and
@@ -249,10 +223,10 @@ impl Store {
             return Ok(Vec::new());
         }
         if spec.timeout == Some(std::time::Duration::ZERO) {
-            return self.engine.claim(queue, worker_id, n);
+            return self.claim_now(queue, worker_id, n);
         }
         let got = self.wait_for(Some(queue), spec, || {
-            let c = self.engine.claim(queue, worker_id, n)?;
+            let c = self.claim_now(queue, worker_id, n)?;
             Ok((!c.is_empty()).then_some(c))
         })?;
         Ok(got.unwrap_or_default())
@@ -269,7 +243,10 @@ impl Store {
         if let Some(d) = delay_s {
             check_seconds("delay", d)?;
         }
-        self.in_tx(tx, |t| self.engine.retry(t, job, error, delay_s))
+        match retry_to(job, delay_s) {
+            RetryTo::Dead => self.in_tx(tx, |t| self.engine.fail(t, job, error)),
+            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s)),
+        }
     }
 
     /// `job.fail`.
@@ -283,9 +260,10 @@ impl Store {
         if let Some(e) = extend_s {
             check_seconds("extend", e)?;
         }
-        // The stamped lease passed the same bound at enqueue (a row written
-        // before the bound existed is clamped by the engine instead).
-        let extend = extend_s.unwrap_or(job.visibility_timeout_s);
+        // The stamped lease passed the same bound at enqueue; a row written
+        // before the bound existed is clamped here, so the engine only ever
+        // sees a span `now + d` can hold.
+        let extend = span(extend_s.unwrap_or(job.visibility_timeout_s));
         if extend < 1 {
             return Err(Error::Value(format!("extend must be >= 1 second after rounding up, got {extend}")));
         }
@@ -367,114 +345,5 @@ fn check_error_text(error: &str) -> Result<()> {
 impl Drop for Store {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-impl TxSession {
-    fn live(&mut self) -> Result<&mut dyn Tx> {
-        if self.doomed {
-            return Err(Error::Transaction(
-                "the transaction failed earlier and can only roll back; leave the block".into(),
-            ));
-        }
-        match self.inner.as_deref_mut() {
-            Some(t) => Ok(t),
-            None => Err(Error::TransactionClosed),
-        }
-    }
-
-    fn finish(&mut self) -> Result<Box<dyn Tx>> {
-        let t = self.inner.take().ok_or(Error::TransactionClosed)?;
-        self.threads.leave(self.thread);
-        Ok(t)
-    }
-
-    /// Whether a failed statement doomed the transaction.
-    pub fn is_doomed(&self) -> bool {
-        self.doomed
-    }
-
-    /// Whether commit or rollback already ran.
-    pub fn is_finished(&self) -> bool {
-        self.inner.is_none()
-    }
-
-    /// The caller's statement; a database error dooms the transaction.
-    pub fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
-        let r = self.live()?.execute(sql, params);
-        if r.is_err() {
-            self.doomed = true;
-        }
-        r
-    }
-
-    /// The caller's query; a database error dooms the transaction.
-    pub fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
-        let r = self.live()?.query(sql, params);
-        if r.is_err() {
-            self.doomed = true;
-        }
-        r
-    }
-
-    /// Commits, or — when doomed — rolls back and reports `TransactionError`.
-    pub fn commit(&mut self) -> Result<()> {
-        let doomed = self.doomed;
-        let t = self.finish()?;
-        if doomed {
-            t.rollback()?;
-            return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
-        }
-        t.commit()
-    }
-
-    /// Rolls back. Idempotent once finished.
-    pub fn rollback(&mut self) -> Result<()> {
-        match self.finish() {
-            Ok(t) => t.rollback(),
-            Err(_) => Ok(()),
-        }
-    }
-}
-
-impl Drop for TxSession {
-    fn drop(&mut self) {
-        let _ = self.rollback();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A caller's integer no Rust integer holds, shown as written.
-    #[derive(Clone, Copy)]
-    struct Wide(&'static str);
-
-    impl std::fmt::Display for Wide {
-        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl TryFrom<Wide> for usize {
-        type Error = ();
-
-        fn try_from(_: Wide) -> std::result::Result<usize, ()> {
-            Err(())
-        }
-    }
-
-    #[test]
-    fn batch_sizes_are_one_to_max_batch() -> Result<()> {
-        assert_eq!(batch_size("n", 1_i64)?, 1);
-        assert_eq!(batch_size("n", MAX_BATCH)?, MAX_BATCH);
-        for bad in [0_i64, -1, MAX_BATCH as i64 + 1, i64::MIN, i64::MAX] {
-            let e = batch_size("batch", bad).unwrap_err();
-            assert_eq!(e, Error::Value(format!("batch must be between 1 and {MAX_BATCH}, got {bad}")));
-        }
-        let e = batch_size("limit", Wide("18446744073709551616")).unwrap_err();
-        assert_eq!(e, Error::Value("limit must be between 1 and 1000, got 18446744073709551616".into()));
-        Ok(())
     }
 }

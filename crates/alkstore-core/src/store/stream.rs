@@ -9,9 +9,10 @@ use std::fmt::Display;
 
 use crate::engine::ops::Event;
 use crate::error::{Error, Result};
+use crate::rules::batch::count_in;
 use crate::rules::names::validate_name;
 use crate::store::waiting::WaitSpec;
-use crate::store::{count_in, Store, TxSession};
+use crate::store::{Store, TxSession};
 
 /// The most events one `read` (or one subscription fetch) returns.
 pub const MAX_READ: usize = 1000;

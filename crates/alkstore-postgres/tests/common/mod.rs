@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, ReadyAt};
+use alkstore_core::{Claimed, Engine, NewJob, QueueOpts, ReadyAt};
+use alkstore_postgres::PgOptions;
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
 
@@ -24,7 +25,7 @@ pub struct TestDb {
     /// Its fresh schema, dropped with the fixture.
     pub schema: String,
     /// The options it was opened with (for `reopen`).
-    pub options: OpenOptions,
+    pub options: PgOptions,
 }
 
 /// A raw client for setup and inspection, on the engine's runtime.
@@ -74,7 +75,7 @@ impl TestDb {
             return Ok(None);
         }
         let schema = fresh_schema();
-        let options = OpenOptions { schema: schema.clone(), pool_size, ..OpenOptions::default() };
+        let options = PgOptions { schema: schema.clone(), pool_size, ..PgOptions::default() };
         let engine = alkstore_postgres::open(&url(), &options)?;
         Ok(Some(TestDb { engine, schema, options }))
     }
@@ -112,4 +113,28 @@ pub fn job(payload: &str) -> NewJob {
 /// Queue options with a given lease and budget.
 pub fn opts(visibility_timeout_s: i64, max_attempts: i64) -> QueueOpts {
     QueueOpts { visibility_timeout_s, max_attempts, backoff_base_s: 5.0, dead_letter_retention_s: None }
+}
+
+/// `job.retry` as the Store resolves it: core decides dead or pending and
+/// draws the delay; the engine runs the resolved op.
+pub fn retry(
+    engine: &dyn Engine,
+    tx: Option<&mut dyn alkstore_core::Tx>,
+    job: &Claimed,
+    error: &str,
+    delay_s: Option<i64>,
+) -> alkstore_core::Result<bool> {
+    use alkstore_core::rules::retry::{retry_to, RetryTo};
+    match retry_to(job, delay_s) {
+        RetryTo::Dead => engine.fail(tx, job, error),
+        RetryTo::Pending { delay_s } => engine.retry(tx, job, delay_s),
+    }
+}
+
+/// A claim as the Store hands it out: the engine's rows put in claim order
+/// by core (the engine returns them in whatever order its statement did).
+pub fn claim(engine: &dyn Engine, queue: &str, worker: &str, n: usize) -> alkstore_core::Result<Vec<Claimed>> {
+    let mut got = engine.claim(queue, worker, n)?;
+    alkstore_core::rules::claim_order::sort_claimed(&mut got);
+    Ok(got)
 }
