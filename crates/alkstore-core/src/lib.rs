@@ -1,10 +1,21 @@
 //! The alkstore contract, shared by every engine and the Python binding.
 //!
-//! This crate holds what must be identical on SQLite and Postgres: the value
-//! types a queue hands out, the one error enum, the retry curve, name and
-//! schedule-spec validation, the `StopToken`, and the [`Engine`] trait each
-//! storage engine implements. It must never depend on pyo3 or on a database
-//! driver: the engines depend on it, never the reverse.
+//! This crate holds what must be identical on SQLite and Postgres, decided
+//! here once; it must never depend on pyo3 or on a database driver: the
+//! engines depend on it, never the reverse. By concept:
+//! - [`engine`]: the traits each storage engine implements ([`Engine`],
+//!   [`Tx`], [`LockOps`], [`ScheduleOps`], [`StreamOps`]) next to the values
+//!   they exchange. Engines receive resolved inputs and only run SQL.
+//! - [`store`]: the [`Store`] front every binding call goes through — queue
+//!   ops, the caller's transaction ([`TxSession`] and the doomed-transaction
+//!   rule), waits and wakes, locks, streams.
+//! - [`schedule`]: the spec and its boundaries, registration, the tick loop
+//!   and what a fire enqueues, and the runner.
+//! - [`rules`]: rules that cut across surfaces — names, durations (and the
+//!   clamp), batch sizes, the retry curve and retry-at-budget, claim order.
+//! - [`open`]: which engine a target selects, the options every engine
+//!   shares (each engine crate parses its own), URL redaction.
+//! - [`error`]: the one error enum.
 
 pub mod engine;
 pub mod error;
@@ -13,9 +24,11 @@ pub mod rules;
 pub mod schedule;
 pub mod store;
 
+pub use engine::locks::LockOps;
 pub use engine::model::*;
-pub use engine::ops::{Event, Firing, LockOps, ScheduleOps, ScheduleRow, StreamOps};
+pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
+pub use engine::streams::{Event, StreamOps};
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
 pub use open::options::{parse_options, EngineOptions, OpenOptions, OptValue};

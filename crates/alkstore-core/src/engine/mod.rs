@@ -25,15 +25,19 @@
 //! when it is `Some` (the engine downcasts it to its own type with
 //! [`Tx::as_any_mut`]) and in its own short transaction otherwise.
 
+pub mod locks;
 pub mod model;
-pub mod ops;
+pub mod schedules;
 pub mod sql;
+pub mod streams;
 
 use std::any::Any;
 
+use crate::engine::locks::LockOps;
 use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
-use crate::engine::ops::{LockOps, ScheduleOps, StreamOps};
+use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
+use crate::engine::streams::StreamOps;
 use crate::error::Result;
 
 /// An open transaction of the caller's (SPEC §6).

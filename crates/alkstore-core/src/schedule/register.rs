@@ -1,9 +1,9 @@
 //! Registering schedules (SPEC §8): the validated front over the engine's
 //! [`ScheduleOps`] storage. The loop that fires them is in [`crate::schedule::runner`].
 //!
-//! [`ScheduleOps`]: crate::engine::ops::ScheduleOps
+//! [`ScheduleOps`]: crate::engine::schedules::ScheduleOps
 
-use crate::engine::ops::ScheduleRow;
+use crate::engine::schedules::ScheduleRow;
 use crate::error::{Error, Result};
 use crate::rules::duration::check_seconds;
 use crate::rules::names::validate_name;
@@ -31,7 +31,7 @@ pub struct NewSchedule {
 
 impl Store {
     /// `store.schedule(...)`: validates everything, then upserts by name
-    /// (same interval keeps the next fire; see [`crate::engine::ops::ScheduleOps`]).
+    /// (same interval keeps the next fire; see [`crate::engine::schedules::ScheduleOps`]).
     pub fn schedule(&self, tx: Option<&mut TxSession>, s: &NewSchedule) -> Result<()> {
         // The queue is validated like any name: a schedule must not reach the
         // engine's own queues (outbox backing queues) either.

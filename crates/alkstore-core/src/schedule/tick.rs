@@ -8,7 +8,7 @@
 //! advance backs that up.
 
 use crate::engine::model::{NewJob, QueueOpts, ReadyAt};
-use crate::engine::ops::{Firing, ScheduleOps, ScheduleRow};
+use crate::engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 use crate::error::Result;
 use crate::schedule::spec::plan_tick;
 

@@ -5,7 +5,7 @@
 //! The scheduler's leadership lease is one of these rows, but its name is
 //! reserved: only the runner (which calls the engine directly) can take it.
 //!
-//! [`LockOps`]: crate::engine::ops::LockOps
+//! [`LockOps`]: crate::engine::locks::LockOps
 
 use crate::error::{Error, Result};
 use crate::rules::duration::MAX_DURATION_S;

@@ -7,7 +7,7 @@
 
 use std::fmt::Display;
 
-use crate::engine::ops::Event;
+use crate::engine::streams::Event;
 use crate::error::{Error, Result};
 use crate::rules::batch::count_in;
 use crate::rules::names::validate_name;

@@ -1,22 +1,10 @@
-//! Storage traits beyond the queue: locks (SPEC §10), schedules (§8) and
-//! streams (§9). Each engine implements them in files of their own; the
-//! loops built on them (the schedule runner, stream subscriptions) live once
-//! in this crate.
+//! Schedule storage (SPEC §8) and the values it exchanges with core. The
+//! tick loop and what a fire enqueues are core's ([`crate::schedule::tick`]);
+//! the engine stores rows and runs one schedule's atomic fire-and-advance.
 
 use crate::engine::model::{NewJob, QueueOpts};
 use crate::engine::Tx;
 use crate::error::Result;
-
-/// TTL leases in an engine table (SPEC §10).
-pub trait LockOps {
-    /// Takes `name` for `owner` until `now + ttl_s` when it is free, lapsed
-    /// (`expires_at < now`) or already `owner`'s. Returns whether `owner` holds it.
-    fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool>;
-    /// Extends `owner`'s unexpired lease (`now <= expires_at`) to `now + ttl_s`.
-    fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool>;
-    /// Drops `owner`'s lease; false when `owner` did not hold it.
-    fn lock_release(&self, name: &str, owner: &str) -> Result<bool>;
-}
 
 /// A stored schedule (SPEC §8).
 #[derive(Debug, Clone, PartialEq)]
@@ -84,32 +72,4 @@ pub trait ScheduleOps {
     /// True when the firing landed; false (nothing written) when the row is
     /// gone, `plan` returned `None`, or the advance lost a race.
     fn schedule_fire(&self, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>) -> Result<bool>;
-}
-
-/// One stream event (SPEC §9).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Event {
-    /// Position in the stream, increasing in commit order.
-    pub offset: i64,
-    /// Optional key.
-    pub key: Option<String>,
-    /// JSON text.
-    pub payload: String,
-    /// Publish time.
-    pub published_at: i64,
-}
-
-/// Stream storage (SPEC §9).
-pub trait StreamOps {
-    /// Appends; returns the offset. Offsets increase in commit order per
-    /// stream. Sends a wake (pg: `pg_notify`).
-    fn publish(&self, tx: Option<&mut dyn Tx>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64>;
-    /// Events with `offset > after`, ascending, at most `limit`.
-    fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>>;
-    /// Stores `max(saved, offset)` for `consumer`.
-    fn save_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str, offset: i64) -> Result<()>;
-    /// The saved offset, 0 when never saved.
-    fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64>;
-    /// Deletes events with `offset < before`; returns how many.
-    fn trim_to(&self, stream: &str, before: i64) -> Result<i64>;
 }
