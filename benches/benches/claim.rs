@@ -17,7 +17,9 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{redact_url, Claimed, Engine, NewJob, OpenOptions, QueueOpts, ReadyAt};
+use alkstore_core::{redact_url, Claimed, Engine, NewJob, QueueOpts, ReadyAt};
+use alkstore_postgres::PgOptions;
+use alkstore_sqlite::SqliteOptions;
 use criterion::{black_box, Criterion, Throughput};
 
 const DEFAULT_PG_URL: &str = "postgresql://postgres@127.0.0.1:5432/test";
@@ -127,7 +129,7 @@ fn sqlite_benches(c: &mut Criterion) {
             return None;
         }
         let path = dir.path().join(format!("{name}.db"));
-        match alkstore_sqlite::open(&path.to_string_lossy(), &OpenOptions::default()) {
+        match alkstore_sqlite::open(&path.to_string_lossy(), &SqliteOptions::default()) {
             Ok(engine) => Some(Rig::new(engine, name.to_owned(), backlog)),
             Err(e) => {
                 println!("skipping SQLite benchmarks: open failed: {e}");
@@ -148,7 +150,7 @@ fn random_schema() -> String {
 fn postgres_benches(c: &mut Criterion) {
     let url = std::env::var("ALKSTORE_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
     let schema = random_schema();
-    let options = OpenOptions { schema: schema.clone(), ..OpenOptions::default() };
+    let options = PgOptions { schema: schema.clone(), ..PgOptions::default() };
     let engine = match alkstore_postgres::open(&url, &options) {
         Ok(engine) => engine,
         Err(e) => {

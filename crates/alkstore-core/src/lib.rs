@@ -1,45 +1,46 @@
 //! The alkstore contract, shared by every engine and the Python binding.
 //!
-//! This crate holds what must be identical on SQLite and Postgres: the value
-//! types a queue hands out, the one error enum, the retry curve, name and
-//! schedule-spec validation, the `StopToken`, and the [`Engine`] trait each
-//! storage engine implements. It must never depend on pyo3 or on a database
-//! driver: the engines depend on it, never the reverse.
+//! This crate holds what must be identical on SQLite and Postgres, decided
+//! here once; it must never depend on pyo3 or on a database driver: the
+//! engines depend on it, never the reverse. By concept:
+//! - [`engine`]: the traits each storage engine implements ([`Engine`],
+//!   [`Tx`], [`LockOps`], [`ScheduleOps`], [`StreamOps`]) next to the values
+//!   they exchange. Engines receive resolved inputs and only run SQL.
+//! - [`store`]: the [`Store`] front every binding call goes through — queue
+//!   ops, the caller's transaction ([`TxSession`] and the doomed-transaction
+//!   rule), waits and wakes, locks, streams.
+//! - [`schedule`]: the spec and its boundaries, registration, the tick loop
+//!   and what a fire enqueues, and the runner.
+//! - [`rules`]: rules that cut across surfaces — names, durations (and the
+//!   clamp), batch sizes, the retry curve and retry-at-budget, claim order.
+//! - [`open`]: which engine a target selects, the options every engine
+//!   shares (each engine crate parses its own), URL redaction.
+//! - [`error`]: the one error enum.
 
-pub mod backoff;
-pub mod duration;
 pub mod engine;
 pub mod error;
-pub mod lock;
-pub mod model;
-pub mod names;
-pub mod ops;
-pub mod redact;
-pub mod runner;
+pub mod open;
+pub mod rules;
 pub mod schedule;
-pub mod scheduling;
-pub mod sql;
-pub mod stop;
 pub mod store;
-pub mod stream;
-pub mod target;
-pub mod txguard;
-pub mod waiting;
-pub mod wake;
 
-pub use backoff::{backoff_delay, backoff_range, checked_backoff_range, BACKOFF_CAP_S};
-pub use duration::{MAX_DURATION_S, MAX_INSTANT_S};
+pub use engine::locks::LockOps;
+pub use engine::model::*;
+pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
+pub use engine::sql::{SqlRow, SqlValue};
+pub use engine::streams::{Event, StreamOps};
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
-pub use model::*;
-pub use names::{validate_name, RESERVED_PREFIX};
-pub use ops::{Event, LockOps, ScheduleOps, ScheduleRow, StreamOps, TickReport};
-pub use redact::{redact_url, Redactor};
-pub use scheduling::NewSchedule;
-pub use sql::{SqlRow, SqlValue};
-pub use stop::StopToken;
+pub use open::options::{parse_options, EngineOptions, OpenOptions, OptValue};
+pub use open::redact::{redact_url, Redactor};
+pub use open::target::{parse_target, Target};
+pub use rules::backoff::{backoff_delay, backoff_range, checked_backoff_range, BACKOFF_CAP_S};
+pub use rules::duration::{MAX_DURATION_S, MAX_INSTANT_S};
+pub use rules::names::{validate_name, RESERVED_PREFIX};
+pub use schedule::register::NewSchedule;
+pub use schedule::tick::TickReport;
+pub use store::stop::StopToken;
+pub use store::txguard::TxThreads;
+pub use store::waiting::WaitSpec;
+pub use store::wake::WakeHub;
 pub use store::{Store, TxSession};
-pub use target::{parse_target, OpenOptions, OptValue, Target};
-pub use txguard::TxThreads;
-pub use waiting::WaitSpec;
-pub use wake::WakeHub;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, ReadyAt, Store};
+use alkstore_core::{Claimed, Engine, EngineOptions, NewJob, QueueOpts, ReadyAt, Store};
 
 /// What every case returns: `?` takes core errors and plain messages alike.
 pub type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -24,12 +24,19 @@ pub trait Harness: Sized {
     /// The handle `fresh` opened.
     fn engine(&self) -> &Arc<dyn Engine>;
 
+    /// The engine's open options (each engine crate parses its own).
+    type Options: EngineOptions + Clone;
+
     /// The options `fresh` opened it with (Postgres: the case's schema).
-    fn options(&self) -> OpenOptions;
+    fn options(&self) -> Self::Options;
 
     /// Another independent handle on the same database (its own connections
     /// and its own test clock, like another process), opened with `options`.
-    fn open(&self, options: &OpenOptions) -> TestResult<Arc<dyn Engine>>;
+    fn open(&self, options: &Self::Options) -> TestResult<Arc<dyn Engine>>;
+
+    /// Limits `options` to one connection for writes (Postgres: a pool of
+    /// one). SQLite already writes through one connection per handle.
+    fn one_connection(_options: &mut Self::Options) {}
 
     /// The name caller SQL uses for table `name` of this database
     /// (Postgres: qualified with the case's schema, so cases never share one).
@@ -45,6 +52,11 @@ pub struct Db<H: Harness> {
     pub harness: H,
 }
 
+/// The options every engine shares, out of an engine's own.
+pub fn common<O: EngineOptions>(mut options: O) -> alkstore_core::OpenOptions {
+    std::mem::take(options.common_mut())
+}
+
 /// Runs `case` on a fresh database of `H`; panics with the case's error.
 pub fn run<H: Harness>(case: fn(&Db<H>) -> TestResult) {
     let harness = match H::fresh() {
@@ -52,7 +64,7 @@ pub fn run<H: Harness>(case: fn(&Db<H>) -> TestResult) {
         Ok(None) => return,
         Err(e) => panic!("the harness could not make a fresh database: {e}"),
     };
-    let db = Db { store: Store::new(harness.engine().clone(), harness.options()), harness };
+    let db = Db { store: Store::new(harness.engine().clone(), common(harness.options())), harness };
     if let Err(e) = case(&db) {
         panic!("{e}");
     }
@@ -71,10 +83,10 @@ impl<H: Harness> Db<H> {
 
     /// A [`Store`] over another independent handle, opened with the
     /// harness's options changed by `change`.
-    pub fn reopen_with(&self, change: impl FnOnce(&mut OpenOptions)) -> TestResult<Store> {
+    pub fn reopen_with(&self, change: impl FnOnce(&mut H::Options)) -> TestResult<Store> {
         let mut options = self.harness.options();
         change(&mut options);
-        Ok(Store::new(self.harness.open(&options)?, options))
+        Ok(Store::new(self.harness.open(&options)?, common(options)))
     }
 
     /// A [`Store`] over another independent handle.

@@ -267,25 +267,3 @@ pub fn enqueue_refuses_durations_and_instants_past_the_bound<H: Harness>(db: &Db
     assert_eq!(c.deadline - c.claimed_at, MAX_DURATION_S);
     Ok(())
 }
-
-/// Past the front's bound the engine still clamps instead of overflowing
-/// (rows written before the bound existed); so this case calls the engine.
-pub fn huge_durations_are_clamped_not_overflowed<H: Harness>(db: &Db<H>) -> TestResult {
-    let e = db.engine();
-    let huge = QueueOpts { visibility_timeout_s: i64::MAX, dead_letter_retention_s: Some(i64::MAX), ..opts() };
-    let far = NewJob { ready: ReadyAt::Delay(i64::MAX), expires_s: Some(i64::MAX), ..job("far") };
-    let ids = e.enqueue(None, "q", &huge, &[far, job("now")])?;
-    let row = e.get_job(None, "q", ids[0])?.ok_or("job")?;
-    assert!(row.run_at > e.now()? + 1_000_000_000_000);
-    // The claim's `now + vt` must not overflow (SQLite: into a REAL that left the row unreadable).
-    let j = e.claim("q", "w", 10)?.pop().ok_or("the ready job")?;
-    assert_eq!(j.id, ids[1]);
-    assert!(j.deadline > j.claimed_at + (1 << 39), "the lease is 'never' long, not an error");
-    assert_eq!(e.get_job(None, "q", j.id)?.ok_or("job")?.deadline, Some(j.deadline));
-    assert!(e.heartbeat(&j, i64::MAX)?.is_some());
-    assert!(e.retry(None, &j, "", Some(i64::MAX))?);
-    assert!(e.claim("q", "w", 10)?.is_empty());
-    assert_eq!(e.stats("q")?.scheduled, 2);
-    assert!(e.next_wake("q")?.is_some());
-    Ok(())
-}

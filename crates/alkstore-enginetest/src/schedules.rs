@@ -8,10 +8,10 @@ use alkstore_core::{NewSchedule, ScheduleRow, Store, TickReport};
 
 use crate::{Db, Harness, TestResult};
 
-/// One tick. The front has no tick of its own (the runner's loop calls the
-/// engine), so this is the domain's one raw engine call.
+/// One tick: core's loop over the engine's due schedules, as the runner
+/// calls it (the front has no tick of its own).
 fn tick(s: &Store) -> alkstore_core::Result<TickReport> {
-    s.engine().schedule_tick()
+    alkstore_core::schedule::tick::tick(&**s.engine())
 }
 
 fn every(name: &str, spec: &str) -> NewSchedule {

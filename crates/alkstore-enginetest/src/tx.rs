@@ -75,7 +75,7 @@ pub fn rollback_leaves_nothing<H: Harness>(db: &Db<H>) -> TestResult {
 /// With one connection (Postgres: a pool of one), the next call waits for
 /// the dropped transaction's rollback to free it, then finds it clean.
 pub fn dropping_an_open_transaction_rolls_back_and_frees_the_writer<H: Harness>(db: &Db<H>) -> TestResult {
-    let one = db.reopen_with(|o| o.pool_size = 1)?;
+    let one = db.reopen_with(H::one_connection)?;
     let id = {
         let mut tx = one.begin()?;
         one.enqueue(Some(&mut tx), "q", &opts(), &[job("1")])?[0]
@@ -176,7 +176,7 @@ pub fn a_foreign_or_other_store_transaction_is_refused<H: Harness>(db: &Db<H>) -
     assert!(matches!(e, Error::Transaction(_)), "{e:?}");
     // Another handle on this database, and another database.
     let elsewhere = H::fresh()?.ok_or("a second fresh database")?;
-    for other in [db.reopen()?, Store::new(elsewhere.engine().clone(), elsewhere.options())] {
+    for other in [db.reopen()?, Store::new(elsewhere.engine().clone(), crate::harness::common(elsewhere.options()))] {
         let mut tx = other.begin()?;
         let e = db.store.enqueue(Some(&mut tx), "q", &opts(), &[job("1")]).unwrap_err();
         assert!(matches!(e, Error::Transaction(_)), "{e:?}");

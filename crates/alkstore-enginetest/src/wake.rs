@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use alkstore_core::{NewJob, ReadyAt, StopToken, WaitSpec, WakeHub};
+use alkstore_core::{EngineOptions, NewJob, ReadyAt, StopToken, WaitSpec, WakeHub};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
@@ -57,7 +57,7 @@ pub fn commits_wake_the_hub_and_rollbacks_do_not<H: Harness>(db: &Db<H>) -> Test
 
 pub fn a_waiting_claim_is_woken_by_another_stores_commit<H: Harness>(db: &Db<H>) -> TestResult {
     // A long safety-net poll, so only the wake can explain a quick claim.
-    let store = db.reopen_with(|o| o.poll_interval_s = 30.0)?;
+    let store = db.reopen_with(|o| o.common_mut().poll_interval_s = 30.0)?;
     let writer = db.reopen()?;
     let never = || false;
     let stop = StopToken::new();

@@ -17,18 +17,6 @@ pub(crate) const NOW: &str =
 /// The clock on its own: `Engine::now` and the schedule ops.
 const CLOCK: &str = "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint";
 
-/// The longest duration the engine stores, about 34,000 years. The Store
-/// front refuses anything over 100 years (ADR 0011), so through it this clamp
-/// is unreachable; it stays as the engine's own defence (the SQLite engine
-/// clamps to the same bound) and keeps `now + d` inside bigint, where an
-/// overflow would be an error on every later statement that adds to it.
-const MAX_SPAN_S: i64 = 1 << 40;
-
-/// A duration in seconds, clamped to what `now + d` can hold.
-pub fn span(seconds: i64) -> i64 {
-    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
-}
-
 /// One call's view of the engine, on a pooled or a transaction's connection.
 pub struct Ctx<'a> {
     /// The connection the call runs on.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
+    redact_url, Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
 };
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
@@ -24,6 +24,7 @@ use crate::error::{pg_error, pool_error, Exit};
 use crate::open::{self, Opened};
 use crate::ops::Statements;
 use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
+use crate::options::PgOptions;
 use crate::runtime::Rt;
 use crate::tx::PgTx;
 use crate::wake;
@@ -67,7 +68,7 @@ impl std::fmt::Debug for PgEngine {
 
 impl PgEngine {
     /// Connects, migrates the schema and returns the engine.
-    pub fn open(url: &str, options: &OpenOptions) -> Result<Self> {
+    pub fn open(url: &str, options: &PgOptions) -> Result<Self> {
         let exit = Exit::for_url(url);
         let shown = redact_url(url);
         let Opened { rt, pool, config } = open::open_pool(url, &shown, options, &exit)?;
@@ -95,11 +96,9 @@ impl PgEngine {
             Some(t) => {
                 let t = self.own_tx(t)?;
                 let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
-                let r = self.exit.block_on(self.rt, op(&cx));
-                if matches!(r, Err(Error::Database { .. } | Error::ConnectionLost { .. })) {
-                    t.mark_failed();
-                }
-                r
+                // A failure here dooms the caller's transaction: the Store's
+                // session records that, not the engine.
+                self.exit.block_on(self.rt, op(&cx))
             }
             None => self.exit.block_on(self.rt, async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
@@ -148,9 +147,6 @@ impl Engine for PgEngine {
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
         self.run(tx, async |cx| enqueue::enqueue(cx, queue, opts, jobs).await)
     }
 
@@ -159,14 +155,11 @@ impl Engine for PgEngine {
     }
 
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
-        if jobs.is_empty() {
-            return Ok(0);
-        }
         self.run(tx, async |cx| handle::ack(cx, jobs).await)
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
-        self.run(tx, async |cx| handle::retry(cx, job, error, delay_s).await)
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
+        self.run(tx, async |cx| handle::retry(cx, job, delay_s).await)
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {

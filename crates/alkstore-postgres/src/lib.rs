@@ -17,6 +17,7 @@ mod error;
 mod migrate;
 mod open;
 mod ops;
+mod options;
 mod params;
 mod pool;
 mod rows;
@@ -28,10 +29,11 @@ mod wake;
 
 use std::sync::Arc;
 
-use alkstore_core::{Engine, OpenOptions, Result};
+use alkstore_core::{Engine, Result};
 
 pub use engine::PgEngine;
 pub use migrate::SCHEMA_VERSION;
+pub use options::PgOptions;
 pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 
 /// Opens (creating or migrating) the Postgres store at `url`, in the schema
@@ -39,6 +41,6 @@ pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 ///
 /// An unreachable server, a bad URL or a schema written by a newer alkstore
 /// is an error naming the URL with its password masked.
-pub fn open(url: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+pub fn open(url: &str, options: &PgOptions) -> Result<Arc<dyn Engine>> {
     Ok(Arc::new(PgEngine::open(url, options)?))
 }

@@ -1,10 +1,11 @@
 //! Opening a store: the URL, the pool, the runtime and the schema
 //! migration, each failure an error naming the URL with its password masked.
 
-use alkstore_core::{OpenOptions, Result};
+use alkstore_core::Result;
 use deadpool_postgres::Pool;
 
 use crate::error::{at_open, pool_error, Exit};
+use crate::options::PgOptions;
 use crate::runtime::Rt;
 use crate::{migrate, pool};
 
@@ -21,7 +22,7 @@ pub(crate) struct Opened {
 /// Connects to `url` (`shown`: the same with its password masked) and brings
 /// the schema `options.schema` to this build's version; with `must_exist`,
 /// only checks that it is there, at that version.
-pub(crate) fn open_pool(url: &str, shown: &str, options: &OpenOptions, exit: &Exit) -> Result<Opened> {
+pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit) -> Result<Opened> {
     let config = pool::pg_config(url, exit)?;
     let pool = pool::build(config.clone(), options.pool_size)?;
     let schema = &options.schema;
@@ -29,7 +30,7 @@ pub(crate) fn open_pool(url: &str, shown: &str, options: &OpenOptions, exit: &Ex
     let migrated = exit.block_on(rt, async {
         let r = async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
-            if options.must_exist {
+            if options.common.must_exist {
                 migrate::check_existing(&conn, schema).await
             } else {
                 migrate::migrate(&mut conn, schema).await

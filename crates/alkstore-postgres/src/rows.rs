@@ -55,9 +55,3 @@ pub fn job(row: &Row) -> Result<Job> {
         died_at: col(row, 14)?,
     })
 }
-
-/// Claim order (SPEC §4.2): `priority DESC, run_at, id`. `UPDATE … RETURNING`
-/// returns rows in no defined order, so the engine sorts what it got.
-pub fn sort_claimed(jobs: &mut [Claimed]) {
-    jobs.sort_by(|a, b| b.priority.cmp(&a.priority).then(a.run_at.cmp(&b.run_at)).then(a.id.cmp(&b.id)));
-}

@@ -2,7 +2,7 @@
 //! statements: a fresh schema on the test server, migrated, filled, dropped
 //! at the end. Every other Postgres test uses `tests/common`.
 
-use alkstore_core::OpenOptions;
+use crate::options::PgOptions;
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
 
@@ -39,7 +39,7 @@ impl Fixture {
             let _ = conn.await;
         });
         let schema = format!("alk_u_{:016x}", rand::thread_rng().gen::<u64>());
-        let options = OpenOptions { schema: schema.clone(), pool_size: 1, ..OpenOptions::default() };
+        let options = PgOptions { schema: schema.clone(), pool_size: 1, ..PgOptions::default() };
         let engine = PgEngine::open(&url, &options)?;
         Ok(Some(Fixture { engine, schema, client }))
     }

@@ -48,16 +48,13 @@ pub struct PgTx {
     rt: Rt,
     /// The store's way out for errors (`error.rs`).
     exit: Exit,
-    /// A statement failed: Postgres has aborted the transaction, so COMMIT
-    /// would silently roll back. We refuse it instead.
-    failed: bool,
     /// This transaction's value of [`MARKER`].
     marker: String,
 }
 
 impl std::fmt::Debug for PgTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgTx").field("open", &self.conn.is_some()).field("failed", &self.failed).finish()
+        f.debug_struct("PgTx").field("open", &self.conn.is_some()).finish()
     }
 }
 
@@ -76,7 +73,7 @@ impl PgTx {
 
     /// Wraps a connection on which [`PgTx::begin_sql`] for `marker` already ran.
     pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, exit: Exit, marker: String) -> Self {
-        PgTx { conn: Some(conn), engine_id, rt, exit, failed: false, marker }
+        PgTx { conn: Some(conn), engine_id, rt, exit, marker }
     }
 
     /// Which engine began this transaction.
@@ -89,18 +86,9 @@ impl PgTx {
         self.conn.as_deref().ok_or(Error::TransactionClosed)
     }
 
-    /// Records that a statement failed inside this transaction.
-    pub(crate) fn mark_failed(&mut self) {
-        self.failed = true;
-    }
-
     fn run<T>(&mut self, f: impl AsyncFnOnce(&ClientWrapper) -> Result<T>) -> Result<T> {
         let client = self.client()?;
-        let r = self.exit.block_on(self.rt, f(client));
-        if r.is_err() {
-            self.failed = true;
-        }
-        r
+        self.exit.block_on(self.rt, f(client))
     }
 
     /// Ends the transaction with `sql` (COMMIT or ROLLBACK). The connection
@@ -209,7 +197,7 @@ async fn still_open(c: &ClientWrapper, marker: &str) -> Result<()> {
 
 impl Tx for PgTx {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
-        refuse_begin(sql).inspect_err(|_| self.failed = true)?;
+        refuse_begin(sql)?;
         let marker = self.marker.clone();
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
@@ -223,7 +211,7 @@ impl Tx for PgTx {
     }
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
-        refuse_begin(sql).inspect_err(|_| self.failed = true)?;
+        refuse_begin(sql)?;
         let marker = self.marker.clone();
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
@@ -247,11 +235,10 @@ impl Tx for PgTx {
         })
     }
 
+    /// Never called after a failed statement: Postgres has aborted the
+    /// transaction then and COMMIT would silently roll back, so the Store's
+    /// session rolls back and reports `TransactionError` instead.
     fn commit(mut self: Box<Self>) -> Result<()> {
-        if self.failed {
-            self.finish("ROLLBACK")?;
-            return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
-        }
         self.finish("COMMIT")
     }
 

@@ -4,7 +4,8 @@ mod common;
 
 use std::time::Duration;
 
-use alkstore_core::{Error, OpenOptions, SqlValue};
+use alkstore_core::{Error, SqlValue};
+use alkstore_postgres::PgOptions;
 use common::{admin, fresh_schema, opts, postgres_answers, raw_client, url, TestDb, TestResult};
 
 fn terminate(pid: i64) -> TestResult {
@@ -88,7 +89,7 @@ fn concurrent_open_of_a_fresh_schema() -> TestResult {
         return Ok(());
     }
     let schema = fresh_schema();
-    let options = OpenOptions { schema: schema.clone(), pool_size: 2, ..OpenOptions::default() };
+    let options = PgOptions { schema: schema.clone(), pool_size: 2, ..PgOptions::default() };
     let results: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4).map(|_| s.spawn(|| alkstore_postgres::open(&url(), &options))).collect();
         hs.into_iter().map(|h| h.join().expect("opener panicked")).collect()
@@ -121,7 +122,7 @@ fn reopening_is_idempotent_and_a_newer_schema_is_refused() -> TestResult {
 #[test]
 fn unreachable_server_names_the_redacted_url() -> TestResult {
     let bad = "postgresql://bob:hunter2secret@127.0.0.1:1/test";
-    let e = alkstore_postgres::open(bad, &OpenOptions::default()).err().ok_or("port 1 must not answer")?;
+    let e = alkstore_postgres::open(bad, &PgOptions::default()).err().ok_or("port 1 must not answer")?;
     let msg = e.to_string();
     assert!(matches!(e, Error::ConnectionLost { .. } | Error::Database { .. }), "{e:?}");
     assert!(msg.contains("postgresql://bob:***@127.0.0.1:1/test"), "{msg}");
@@ -132,7 +133,7 @@ fn unreachable_server_names_the_redacted_url() -> TestResult {
 #[test]
 fn bad_url_never_echoes_the_password() -> TestResult {
     for bad in ["postgresql://bob:hunter2secret@host:notaport/db", "postgresql://bob:hunter2secret@h/db?bogus=1"] {
-        let e = alkstore_postgres::open(bad, &OpenOptions::default()).err().ok_or("must be refused")?;
+        let e = alkstore_postgres::open(bad, &PgOptions::default()).err().ok_or("must be refused")?;
         let text = format!("{e} {e:?}");
         assert!(!text.contains("hunter2secret"), "{text}");
         assert!(text.contains("***"), "{text}");
@@ -148,7 +149,7 @@ fn a_query_string_password_never_reaches_errors() -> TestResult {
         "postgresql://bob@h/db?sslpassword=hunter2secret",
         "postgresql://bob@h/db?PASSWORD=hunter2secret",
     ] {
-        let e = alkstore_postgres::open(bad, &OpenOptions::default()).err().ok_or("must be refused")?;
+        let e = alkstore_postgres::open(bad, &PgOptions::default()).err().ok_or("must be refused")?;
         let text = format!("{e} {e:?}");
         assert!(!text.contains("hunter2secret") && !text.contains("hunter2%73ecret"), "{text}");
         assert!(text.to_lowercase().contains("password=***"), "{text}");
@@ -186,7 +187,7 @@ fn password_never_reaches_debug_or_errors() -> TestResult {
 /// The test server trusts every local login, so any password is accepted.
 fn debug_of_engine_at(target: &str) -> Result<String, Box<dyn std::error::Error>> {
     let schema = fresh_schema();
-    let options = OpenOptions { schema: schema.clone(), pool_size: 1, ..OpenOptions::default() };
+    let options = PgOptions { schema: schema.clone(), pool_size: 1, ..PgOptions::default() };
     let engine = alkstore_postgres::PgEngine::open(target, &options);
     let drop_schema = admin(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"));
     let engine = engine?;

@@ -7,7 +7,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{OpenOptions, WakeHub};
+use alkstore_core::WakeHub;
+use alkstore_postgres::PgOptions;
 use common::{admin, job, opts, raw_client, TestDb, TestResult};
 
 /// Waits up to `within` for `hub` to move past `seen`.
@@ -48,7 +49,7 @@ fn a_lost_listen_connection_reconnects_and_wakes_everyone() -> TestResult {
 #[test]
 fn close_ends_the_listener_and_listen_false_never_starts_one() -> TestResult {
     let Some(db) = TestDb::new()? else { return Ok(()) };
-    let quiet = alkstore_postgres::open(&common::url(), &OpenOptions { listen: false, ..db.options.clone() })?;
+    let quiet = alkstore_postgres::open(&common::url(), &PgOptions { listen: false, ..db.options.clone() })?;
     quiet.start_wakes(Arc::new(WakeHub::new()))?;
     assert!(listener_pids(&db)?.is_empty());
     db.engine.start_wakes(Arc::new(WakeHub::new()))?;

@@ -6,7 +6,7 @@
 
 use std::ops::RangeInclusive;
 
-use alkstore_core::duration;
+use alkstore_core::rules::duration;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -99,7 +99,7 @@ impl std::fmt::Display for Int {
 }
 
 /// Lets the core's count rules (`alkstore_core::store::batch_size`,
-/// `alkstore_core::stream::read_limit`) take an `Int` as it is: the rule and
+/// `alkstore_core::store::stream::read_limit`) take an `Int` as it is: the rule and
 /// its message are the core's, for ints of any width.
 impl TryFrom<&Int> for usize {
     type Error = ();

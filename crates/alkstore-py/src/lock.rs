@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::lock::validate_lock;
+use alkstore_core::store::lock::validate_lock;
 use alkstore_core::Store as CoreStore;
 use pyo3::prelude::*;
 

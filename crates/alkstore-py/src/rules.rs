@@ -4,9 +4,9 @@
 //! reserved prefix or the target grammar. Private to the package (leading
 //! underscore); nothing here is part of the public API.
 
-use alkstore_core::names::{outbox_of, MAX_NAME_CHARS};
+use alkstore_core::rules::names::{outbox_of, MAX_NAME_CHARS};
+use alkstore_core::store::stream::MAX_READ;
 use alkstore_core::store::{batch_size, MAX_BATCH};
-use alkstore_core::stream::MAX_READ;
 use alkstore_core::{parse_target, validate_name, Target};
 use pyo3::prelude::*;
 

@@ -2,10 +2,14 @@
 
 use std::sync::Arc;
 
-use alkstore_core::names::outbox_queue;
+use alkstore_core::open::options::EngineKeys;
+use alkstore_core::rules::names::outbox_queue;
 use alkstore_core::{
-    parse_target, redact_url, validate_name, Engine, OpenOptions, OptValue, QueueOpts, Store as CoreStore, Target,
+    parse_options, parse_target, redact_url, validate_name, Engine, EngineOptions, OpenOptions, OptValue, QueueOpts,
+    Store as CoreStore, Target,
 };
+use alkstore_postgres::PgOptions;
+use alkstore_sqlite::SqliteOptions;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
@@ -86,13 +90,20 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
             opts.push((key, value));
         }
     }
-    let options = OpenOptions::parse(&parsed, &opts).py()?;
-    let engine: Arc<dyn Engine> = py
-        .detach(|| match &parsed {
-            Target::Sqlite(p) => alkstore_sqlite::open(p, &options),
-            Target::Postgres(u) => alkstore_postgres::open(u, &options),
-        })
-        .py()?;
+    // Each engine parses its own options; the list of every engine's keys
+    // lets a misplaced one be named as such, and messages list them all.
+    let engines: EngineKeys<'_> = &[(PgOptions::ENGINE, PgOptions::KEYS), (SqliteOptions::ENGINE, SqliteOptions::KEYS)];
+    let (engine, options): (PyResult<Arc<dyn Engine>>, OpenOptions) = match &parsed {
+        Target::Sqlite(p) => {
+            let o = parse_options::<SqliteOptions>(&opts, engines).py()?;
+            (py.detach(|| alkstore_sqlite::open(p, &o)).py(), o.common)
+        }
+        Target::Postgres(u) => {
+            let o = parse_options::<PgOptions>(&opts, engines).py()?;
+            (py.detach(|| alkstore_postgres::open(u, &o)).py(), o.common)
+        }
+    };
+    let engine = engine?;
     if let (Target::Sqlite(p), Err(why)) = (&parsed, alkstore_sqlite::shared_file_protection()) {
         let message = format!(
             "{why}. While this store is open, do not use {p:?} through another SQLite library in this \

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::stream::{read_limit, MAX_READ};
+use alkstore_core::store::stream::{read_limit, MAX_READ};
 use alkstore_core::Store as CoreStore;
 use pyo3::prelude::*;
 use pyo3::types::PyList;

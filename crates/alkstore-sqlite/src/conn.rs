@@ -147,28 +147,3 @@ fn undo(conn: &Connection, scope: Scope) {
 pub(crate) fn now(conn: &Connection, offset: i64) -> Result<i64> {
     conn.prepare_cached(NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
 }
-
-/// The longest duration the engine stores, about 34,000 years. The Store
-/// front refuses anything over 100 years (ADR 0011), so through it this clamp
-/// is unreachable; it stays as the engine's own defence, so a direct caller
-/// cannot make `now + d` overflow SQLite's 64-bit integers either (an overflow
-/// silently turns the column into a REAL and the row becomes unreadable).
-const MAX_SPAN_S: i64 = 1 << 40;
-
-/// A duration in seconds, clamped to what `now + d` can hold.
-#[inline]
-pub(crate) fn span(seconds: i64) -> i64 {
-    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spans_are_clamped_not_wrapped() {
-        assert_eq!(span(5), 5);
-        assert_eq!(span(i64::MAX), MAX_SPAN_S);
-        assert_eq!(span(i64::MIN), -MAX_SPAN_S);
-    }
-}

@@ -6,13 +6,12 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_core::{
-    Claimed, Engine, Error, Job, NewJob, OpenOptions, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
-};
+use alkstore_core::{Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub};
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
 use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
+use crate::options::SqliteOptions;
 use crate::tx::SqliteTx;
 
 /// One open SQLite store handle.
@@ -27,7 +26,7 @@ pub(crate) struct SqliteEngine {
 
 impl SqliteEngine {
     /// Wraps opened and migrated connections.
-    pub(crate) fn new(conns: Conns, path: &str, options: &OpenOptions) -> Self {
+    pub(crate) fn new(conns: Conns, path: &str, options: &SqliteOptions) -> Self {
         SqliteEngine {
             conns,
             offset: AtomicI64::new(0),
@@ -86,32 +85,23 @@ impl Engine for SqliteEngine {
     }
 
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        if jobs.is_empty() {
-            return Ok(Vec::new());
-        }
         let offset = self.offset();
         self.write(tx, |c, scope| enqueue::enqueue(c, scope, offset, queue, opts, jobs))
     }
 
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
         let offset = self.offset();
         self.conns.with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
     }
 
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
-        if jobs.is_empty() {
-            return Ok(0);
-        }
         let offset = self.offset();
         self.write(tx, |c, scope| handle::ack(c, scope, offset, jobs))
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
         let offset = self.offset();
-        self.write(tx, |c, scope| handle::retry(c, scope, offset, job, error, delay_s))
+        self.write(tx, |c, _| handle::retry(c, offset, job, delay_s))
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {

@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Engine, OpenOptions, Result};
+use alkstore_core::{Engine, Result};
 
 mod conn;
 mod engine;
@@ -30,12 +30,14 @@ mod filelocks;
 mod migrate;
 mod open;
 mod ops;
+mod options;
 mod rows;
 mod tx;
 mod wake;
 mod wal;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
+pub use options::SqliteOptions;
 
 pub use migrate::SCHEMA_VERSION;
 
@@ -43,7 +45,7 @@ pub use migrate::SCHEMA_VERSION;
 ///
 /// A file that is not a SQLite database, is corrupt, cannot be written, or
 /// was written by a newer alkstore gives `Error::Database` naming the file.
-pub fn open(path: &str, options: &OpenOptions) -> Result<Arc<dyn Engine>> {
+pub fn open(path: &str, options: &SqliteOptions) -> Result<Arc<dyn Engine>> {
     // Before the first file is opened; when it cannot hold, the binding
     // warns (see `shared_file_protection`).
     let _ = filelocks::install();

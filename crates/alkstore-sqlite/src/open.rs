@@ -3,7 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Error, OpenOptions, Result};
+use alkstore_core::{Error, Result};
+
+use crate::options::SqliteOptions;
 use rusqlite::{Connection, OpenFlags, MAIN_DB};
 
 use crate::conn::Conns;
@@ -25,10 +27,10 @@ enum Role {
 /// Opens the writer (creating and migrating the file) and the reader.
 /// With `must_exist`, nothing is created or migrated and the journal mode is
 /// left as found: a file that is not a current store is refused unchanged.
-pub(crate) fn open_conns(path: &str, options: &OpenOptions) -> Result<Conns> {
+pub(crate) fn open_conns(path: &str, options: &SqliteOptions) -> Result<Conns> {
     let inner = || -> Result<Conns> {
         let writer = connect(path, options, Role::Writer)?;
-        if options.must_exist {
+        if options.common.must_exist {
             migrate::check_existing(&writer)?;
         } else {
             migrate::migrate(&writer)?;
@@ -41,12 +43,12 @@ pub(crate) fn open_conns(path: &str, options: &OpenOptions) -> Result<Conns> {
     inner().map_err(|e| at_open(path, e))
 }
 
-fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> {
+fn connect(path: &str, options: &SqliteOptions, role: Role) -> Result<Connection> {
     // NO_MUTEX: each connection sits behind our own mutex, so SQLite's
     // per-connection mutex would only add cost. No URI flag: a path is a path,
     // even if it contains '?'.
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if role == Role::Writer && !options.must_exist {
+    if role == Role::Writer && !options.common.must_exist {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).db()?;
@@ -71,7 +73,7 @@ fn connect(path: &str, options: &OpenOptions, role: Role) -> Result<Connection> 
     // Switching is a write to the file, which `must_exist` never does: a
     // store is in WAL already, and anything else is refused by the caller's
     // first read (`migrate::check_existing`).
-    let stayed = if options.must_exist { None } else { switch_to_wal(&conn, options.busy_timeout_ms)? };
+    let stayed = if options.common.must_exist { None } else { switch_to_wal(&conn, options.busy_timeout_ms)? };
     if let Some(mode) = stayed {
         return Err(Error::database(
             None,

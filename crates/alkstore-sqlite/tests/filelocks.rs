@@ -12,7 +12,8 @@ use std::ffi::CString;
 use std::io;
 use std::os::raw::c_int;
 
-use alkstore_core::{Error, OpenOptions, Result};
+use alkstore_core::{Error, Result};
+use alkstore_sqlite::SqliteOptions;
 use common::{job, opts, Fixture};
 
 /// The WAL write lock: byte 120 of the -shm file (SQLite's WAL_WRITE_LOCK).
@@ -104,8 +105,8 @@ fn settled_descriptors_on(path: &str) -> usize {
     last
 }
 
-fn quick_busy() -> OpenOptions {
-    OpenOptions { busy_timeout_ms: 50, ..OpenOptions::default() }
+fn quick_busy() -> SqliteOptions {
+    SqliteOptions { busy_timeout_ms: 50, ..SqliteOptions::default() }
 }
 
 #[test]
@@ -173,7 +174,7 @@ fn posix_locks_survive_the_store_closing_its_connections() -> Result<()> {
     let probe = Fd::open(&f.path).map_err(io)?;
     app.lock(false, libc::F_RDLCK, SHARED_FIRST, SHARED_SIZE).map_err(io)?;
     for _ in 0..3 {
-        let store = alkstore_sqlite::open(&f.path, &OpenOptions::default())?;
+        let store = alkstore_sqlite::open(&f.path, &SqliteOptions::default())?;
         store.enqueue(None, "q", &opts(), &[job("1")])?;
         store.close();
     }
@@ -201,13 +202,13 @@ fn kept_descriptors_are_reused_then_released_once_no_posix_lock_is_left() -> Res
     app.lock(false, libc::F_RDLCK, SHARED_FIRST, SHARED_SIZE).map_err(io)?;
     let mut counts = Vec::new();
     for _ in 0..10 {
-        alkstore_sqlite::open(&f.path, &OpenOptions::default())?.close();
+        alkstore_sqlite::open(&f.path, &SqliteOptions::default())?.close();
         counts.push(settled_descriptors_on(&f.path));
     }
     // The test's own descriptor plus the store's kept ones: the same every round.
     assert!(counts.iter().all(|&c| c == counts[0] && c > 1), "{counts:?}");
     drop(app); // the other copy lets go of the file
-    alkstore_sqlite::open(&f.path, &OpenOptions::default())?.close();
+    alkstore_sqlite::open(&f.path, &SqliteOptions::default())?.close();
     assert_eq!(settled_descriptors_on(&f.path), 0, "the store kept descriptors nobody needs");
     Ok(())
 }
@@ -244,7 +245,7 @@ fn posix_locks_survive_store_churn_while_other_threads_lock_other_files() -> Res
         .collect();
     let mut lost = 0;
     for _ in 0..100 {
-        alkstore_sqlite::open(&f.path, &OpenOptions::default())?.close();
+        alkstore_sqlite::open(&f.path, &SqliteOptions::default())?.close();
         if probe.blocker(SHARED_FIRST, SHARED_SIZE).map_err(io)? != Some(me) {
             lost += 1;
         }

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use alkstore_core::{Engine, Error, OpenOptions, Result};
+use alkstore_core::{Engine, Error, Result};
+use alkstore_sqlite::SqliteOptions;
 use common::{job, opts, Fixture};
 
 fn io(e: std::io::Error) -> Error {
@@ -64,7 +65,7 @@ fn garbage_file_is_a_clear_database_error() -> Result<()> {
     let (_dir, path) = temp_path("garbage.db")?;
     let bytes: Vec<u8> = (0..8192u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
     std::fs::write(&path, bytes).map_err(io)?;
-    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "not a");
+    let code = expect_db_error(alkstore_sqlite::open(&path, &SqliteOptions::default()), &path, "not a");
     assert_eq!(code.as_deref(), Some("SQLITE_NOTADB"));
     Ok(())
 }
@@ -73,7 +74,7 @@ fn garbage_file_is_a_clear_database_error() -> Result<()> {
 fn text_file_is_a_clear_database_error() -> Result<()> {
     let (_dir, path) = temp_path("notes.txt")?;
     std::fs::write(&path, "hello, this is not a database\n".repeat(200)).map_err(io)?;
-    expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "not a");
+    expect_db_error(alkstore_sqlite::open(&path, &SqliteOptions::default()), &path, "not a");
     Ok(())
 }
 
@@ -92,7 +93,7 @@ fn corrupt_file_is_a_clear_database_error() -> Result<()> {
         *b = 0xA5;
     }
     std::fs::write(&path, bytes).map_err(io)?;
-    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "malformed");
+    let code = expect_db_error(alkstore_sqlite::open(&path, &SqliteOptions::default()), &path, "malformed");
     assert_eq!(code.as_deref(), Some("SQLITE_CORRUPT"));
     Ok(())
 }
@@ -101,7 +102,7 @@ fn corrupt_file_is_a_clear_database_error() -> Result<()> {
 fn missing_directory_is_a_clear_database_error() -> Result<()> {
     let (_dir, base) = temp_path("nope")?;
     let path = format!("{base}/deeper/store.db");
-    let code = expect_db_error(alkstore_sqlite::open(&path, &OpenOptions::default()), &path, "unable to open");
+    let code = expect_db_error(alkstore_sqlite::open(&path, &SqliteOptions::default()), &path, "unable to open");
     assert_eq!(code.as_deref(), Some("SQLITE_CANTOPEN"));
     Ok(())
 }
@@ -132,7 +133,7 @@ fn read_only_file_is_a_clear_database_error() -> Result<()> {
         eprintln!("skipped: chattr +i is not available here");
         return Ok(());
     };
-    let code = expect_db_error(alkstore_sqlite::open(&f.path, &OpenOptions::default()), &f.path, "read-only");
+    let code = expect_db_error(alkstore_sqlite::open(&f.path, &SqliteOptions::default()), &f.path, "read-only");
     assert_eq!(code.as_deref(), Some("SQLITE_READONLY"));
     Ok(())
 }
@@ -145,7 +146,7 @@ fn chmod_read_only_file_as_root_or_not() -> Result<()> {
     std::fs::set_permissions(&f.path, std::fs::Permissions::from_mode(0o444)).map_err(io)?;
     // As root the permission bits do not stop writes and the open succeeds;
     // as anyone else it must be the clear read-only error. Never a panic.
-    match alkstore_sqlite::open(&f.path, &OpenOptions::default()) {
+    match alkstore_sqlite::open(&f.path, &SqliteOptions::default()) {
         Ok(e) => {
             e.enqueue(None, "q", &opts(), &[job("1")])?;
         }
@@ -164,7 +165,7 @@ fn read_only_directory_is_a_clear_database_error() -> Result<()> {
         eprintln!("skipped: chattr +i is not available here");
         return Ok(());
     };
-    match alkstore_sqlite::open(&path, &OpenOptions::default()) {
+    match alkstore_sqlite::open(&path, &SqliteOptions::default()) {
         Err(Error::Database { code, message }) => {
             eprintln!("{code:?}: {message}");
             assert!(message.contains(&path), "{message}");
@@ -194,7 +195,7 @@ fn close_is_idempotent_and_refuses_later_calls() -> Result<()> {
     let j = f.one("q", "w")?.unwrap();
     f.engine.close();
     f.engine.close();
-    assert_eq!(f.engine.claim("q", "w", 1), Err(Error::StoreClosed));
+    assert_eq!(common::claim(&*f.engine, "q", "w", 1), Err(Error::StoreClosed));
     assert_eq!(f.engine.ack(None, &[&j]), Err(Error::StoreClosed));
     assert_eq!(f.engine.get_job(None, "q", id), Err(Error::StoreClosed));
     assert_eq!(f.engine.stats("q"), Err(Error::StoreClosed));
@@ -221,7 +222,7 @@ fn close_while_a_transaction_is_open_does_not_hang() -> Result<()> {
 #[test]
 fn busy_writer_times_out_with_a_busy_database_error() -> Result<()> {
     let f = Fixture::new()?;
-    let other = alkstore_sqlite::open(&f.path, &OpenOptions { busy_timeout_ms: 50, ..OpenOptions::default() })?;
+    let other = alkstore_sqlite::open(&f.path, &SqliteOptions { busy_timeout_ms: 50, ..SqliteOptions::default() })?;
     // A caller transaction on one handle holds the file's write lock.
     let tx = f.engine.begin()?;
     match other.enqueue(None, "q", &opts(), &[job("1")]) {
@@ -250,7 +251,7 @@ fn concurrent_opens_of_a_fresh_file_all_succeed() -> Result<()> {
             let barrier = barrier.clone();
             thread::spawn(move || -> Result<i64> {
                 barrier.wait();
-                let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+                let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
                 Ok(engine.enqueue(None, "q", &opts(), &[job(&i.to_string())])?[0])
             })
         })

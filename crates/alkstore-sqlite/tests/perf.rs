@@ -15,7 +15,8 @@ mod common;
 
 use std::time::Instant;
 
-use alkstore_core::{Error, NewJob, OpenOptions, Result};
+use alkstore_core::{Error, NewJob, Result};
+use alkstore_sqlite::SqliteOptions;
 use common::{job, opts};
 use rusqlite::{params, Connection};
 
@@ -53,7 +54,7 @@ fn timed(ops: usize, mut f: impl FnMut() -> Result<()>) -> Result<(f64, f64)> {
 }
 
 fn fill(path: &str, backlog: usize) -> Result<()> {
-    let engine = alkstore_sqlite::open(path, &OpenOptions::default())?;
+    let engine = alkstore_sqlite::open(path, &SqliteOptions::default())?;
     let batch: Vec<NewJob> = (0..1000).map(|i| job(&format!("{{\"n\":{i}}}"))).collect();
     for _ in 0..backlog.div_ceil(1000) {
         engine.enqueue(None, "q", &opts(), &batch)?;
@@ -98,7 +99,7 @@ fn raw(path: &str, ops: usize) -> Result<(f64, f64)> {
 }
 
 fn engine(path: &str, ops: usize) -> Result<(f64, f64)> {
-    let engine = alkstore_sqlite::open(path, &OpenOptions::default())?;
+    let engine = alkstore_sqlite::open(path, &SqliteOptions::default())?;
     timed(ops, || {
         let Some(j) = engine.claim("q", "w", 1)?.pop() else {
             return Err(Error::database(None, "ran out of jobs"));

@@ -6,7 +6,8 @@ mod common;
 use std::collections::HashSet;
 use std::process::{Command, Stdio};
 
-use alkstore_core::{Error, NewJob, OpenOptions, Result};
+use alkstore_core::{Error, NewJob, Result};
+use alkstore_sqlite::SqliteOptions;
 use common::{job, opts, Fixture};
 
 const ROLE: &str = "ALKSTORE_TEST_CHILD_ROLE";
@@ -37,7 +38,7 @@ fn child_role() -> Result<()> {
     let (Ok(role), Ok(path)) = (std::env::var(ROLE), std::env::var(PATH)) else {
         return Ok(());
     };
-    let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+    let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
     match role.as_str() {
         "drain" => {
             while let Some(j) = engine.claim("q", &format!("pid{}", std::process::id()), 1)?.pop() {

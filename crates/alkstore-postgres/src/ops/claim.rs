@@ -10,7 +10,7 @@ use alkstore_core::{Claimed, Result};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
-use crate::rows::{claimed, sort_claimed};
+use crate::rows::claimed;
 
 /// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
 const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
@@ -95,7 +95,8 @@ fn claim_sql(s: &str, limit: &str) -> String {
     )
 }
 
-/// Claims up to `n` jobs of `queue` for `worker_id`, in claim order.
+/// Claims up to `n` jobs of `queue` for `worker_id`, in RETURNING order:
+/// the Store sorts them into claim order.
 pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
@@ -103,9 +104,7 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         cx.query(&cx.sql.claim.many, &[&cx.offset, &queue, &worker_id, &limit]).await?
     };
-    let mut jobs = rows.iter().map(claimed).collect::<Result<Vec<_>>>()?;
-    sort_claimed(&mut jobs);
-    Ok(jobs)
+    rows.iter().map(claimed).collect()
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
 
-use crate::conn::{span, Ctx, NOW};
+use crate::conn::{Ctx, NOW};
 use crate::rows::col;
 
 /// The enqueue statements of one store, schema-qualified.
@@ -45,7 +45,7 @@ impl Sql {
 fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
     match ready {
         ReadyAt::Now => (None, 0),
-        ReadyAt::Delay(d) => (None, span(d)),
+        ReadyAt::Delay(d) => (None, d),
         ReadyAt::At(t) => (Some(t), 0),
     }
 }
@@ -54,17 +54,10 @@ fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
 /// way — a single INSERT, or one INSERT over arrays for many — so a batch is
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
 pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-    // The stamped durations are added to `now` at every claim and death: an
-    // absurd one must not make those statements overflow for the whole queue.
-    let opts = &QueueOpts {
-        visibility_timeout_s: span(opts.visibility_timeout_s),
-        dead_letter_retention_s: opts.dead_letter_retention_s.map(span),
-        ..*opts
-    };
     if let [job] = jobs {
         let (run_at, delay) = ready_parts(job.ready);
         let max_attempts = job.max_attempts.unwrap_or(opts.max_attempts);
-        let expires = job.expires_s.map(span);
+        let expires = job.expires_s;
         let row = cx
             .query_one(
                 &cx.sql.enqueue.one,
@@ -89,7 +82,7 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
     let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
     let budgets: Vec<i64> = jobs.iter().map(|j| j.max_attempts.unwrap_or(opts.max_attempts)).collect();
     let (run_ats, delays): (Vec<Option<i64>>, Vec<i64>) = jobs.iter().map(|j| ready_parts(j.ready)).unzip();
-    let expires: Vec<Option<i64>> = jobs.iter().map(|j| j.expires_s.map(span)).collect();
+    let expires: Vec<Option<i64>> = jobs.iter().map(|j| j.expires_s).collect();
     let rows = cx
         .query(
             &cx.sql.enqueue.many,

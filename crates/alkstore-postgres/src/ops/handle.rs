@@ -7,10 +7,10 @@
 //! single `DELETE … RETURNING` feeding an `INSERT`: atomic on their own and
 //! inside a caller's transaction alike, so no savepoint is needed.
 
-use alkstore_core::{backoff_delay, Claimed, Result};
+use alkstore_core::{Claimed, Result};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
-use crate::conn::{span, Ctx, NOW};
+use crate::conn::{Ctx, NOW};
 use crate::rows::col;
 
 /// The validity predicate of every handle op (SPEC §4.3): `$2` id, `$3`
@@ -90,18 +90,9 @@ pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// Back to pending after `delay_s` (None: the core curve), or to dead with
-/// `error` when the budget is spent.
-///
-/// The budget check reads the handle's `attempts`, not the row's: only a
-/// claim (which bumps the token) or a release (which leaves `processing`)
-/// changes a row's `attempts`, and either invalidates this handle, so
-/// whenever the statement can land the two values are equal.
-pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
-    if job.attempts >= job.max_attempts {
-        return fail(cx, job, error).await;
-    }
-    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
+/// Back to pending after `delay` seconds (resolved by the Store, which
+/// sends a spent budget to [`fail`] instead).
+pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, delay: i64) -> Result<bool> {
     let n = cx.execute(&cx.sql.handle.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay]).await?;
     Ok(n > 0)
 }
@@ -114,9 +105,8 @@ pub(crate) async fn fail(cx: &Ctx<'_>, job: &Claimed, error: &str) -> Result<boo
 
 /// `deadline := now + extend_s`; the new deadline, or None when refused.
 pub(crate) async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-    let extend = span(extend_s);
     let rows =
-        cx.query(&cx.sql.handle.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend]).await?;
+        cx.query(&cx.sql.handle.heartbeat, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &extend_s]).await?;
     rows.first().map(|r| col(r, 0)).transpose()
 }
 

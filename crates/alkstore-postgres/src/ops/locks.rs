@@ -6,7 +6,7 @@
 
 use alkstore_core::{LockOps, Result};
 
-use crate::conn::{span, NOW};
+use crate::conn::NOW;
 use crate::engine::PgEngine;
 
 /// The lock statements of one store, schema-qualified.
@@ -51,15 +51,13 @@ impl Sql {
 
 impl LockOps for PgEngine {
     fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
-        let ttl = span(ttl_s);
         self.run(None, async |cx| {
-            Ok(!cx.query(&cx.sql.locks.acquire, &[&cx.offset, &name, &owner, &ttl]).await?.is_empty())
+            Ok(!cx.query(&cx.sql.locks.acquire, &[&cx.offset, &name, &owner, &ttl_s]).await?.is_empty())
         })
     }
 
     fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
-        let ttl = span(ttl_s);
-        self.run(None, async |cx| Ok(cx.execute(&cx.sql.locks.renew, &[&cx.offset, &name, &owner, &ttl]).await? > 0))
+        self.run(None, async |cx| Ok(cx.execute(&cx.sql.locks.renew, &[&cx.offset, &name, &owner, &ttl_s]).await? > 0))
     }
 
     fn lock_release(&self, name: &str, owner: &str) -> Result<bool> {

@@ -1,18 +1,19 @@
 //! Schedules (SPEC §8) in `<schema>.schedules`: registration, and the tick
 //! that fires due boundaries.
 //!
-//! A tick handles each due schedule in its own transaction: lock the row
-//! (`SELECT … FOR UPDATE`), plan with [`alkstore_core::schedule::plan_tick`],
-//! advance `next_fire_at` with a conditional update, and enqueue the fires
-//! through the engine's one enqueue path — all committed together. Two
-//! tickers queue on the row lock; the second then reads the advanced row
-//! and fires nothing, and the conditional advance backs that up.
+//! The tick loop and what a fire enqueues are core's
+//! ([`alkstore_core::schedule::tick`]); here is one schedule's fire, in its
+//! own transaction: lock the row (`SELECT … FOR UPDATE`), let core plan
+//! against the clock, advance `next_fire_at` with a conditional update, and
+//! enqueue the fires through the engine's one enqueue path — all committed
+//! together. Two tickers queue on the row lock; the second then reads the
+//! advanced row and fires nothing, and the conditional advance backs that up.
 
-use alkstore_core::schedule::{next_boundary_after, plan_tick};
-use alkstore_core::{Engine, NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
+use alkstore_core::schedule::next_boundary_after;
+use alkstore_core::{Engine, Firing, Result, ScheduleOps, ScheduleRow, Tx};
 use tokio_postgres::Row;
 
-use crate::conn::{now, span, Ctx, NOW};
+use crate::conn::{now, Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::ops::enqueue;
 use crate::rows::col;
@@ -86,59 +87,43 @@ fn schedule_row(r: &Row) -> Result<ScheduleRow> {
     })
 }
 
-/// One schedule's fires, inside the tick's transaction: Some((fired,
-/// skipped)) to commit, None when there is nothing to keep.
-async fn fire(cx: &Ctx<'_>, name: &str) -> Result<Option<(i64, i64)>> {
+/// One schedule's fire-and-advance, inside its transaction: true to
+/// commit, false when there is nothing to keep.
+async fn fire(cx: &Ctx<'_>, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>) -> Result<bool> {
     let rows = cx.query(&cx.sql.schedules.one, &[&name]).await?;
     let Some(r) = rows.first() else {
-        return Ok(None); // unscheduled since we listed it
+        return Ok(false); // unscheduled since we listed it
     };
     let s = schedule_row(r)?;
     // Read after the lock: it may have waited behind another ticker.
-    let plan = plan_tick(s.next_fire_at, s.interval_s, now(cx).await?);
-    if plan.fire.is_empty() {
-        return Ok(None); // the other ticker fired it
-    }
-    let moved = cx.execute(&cx.sql.schedules.advance, &[&name, &s.next_fire_at, &plan.next_fire_at]).await?;
-    if moved == 0 {
-        return Ok(None);
-    }
-    let job = NewJob {
-        payload: s.payload,
-        ready: ReadyAt::Now,
-        priority: s.priority,
-        max_attempts: s.max_attempts,
-        expires_s: s.expires_s,
+    let Some(f) = plan(&s, now(cx).await?) else {
+        return Ok(false); // the other ticker fired it
     };
-    let jobs = vec![job; plan.fire.len()];
-    let ids = enqueue::enqueue(cx, &s.queue, &QueueOpts::default(), &jobs).await?;
-    Ok(Some((ids.len() as i64, plan.skipped)))
-}
-
-impl PgEngine {
-    /// Fires one schedule in its own transaction.
-    fn tick_one(&self, name: &str) -> Result<(i64, i64)> {
-        let mut tx = self.begin()?;
-        match self.run(Some(tx.as_mut()), async |cx| fire(cx, name).await) {
-            Ok(Some(counts)) => tx.commit().map(|()| counts),
-            Ok(None) => tx.rollback().map(|()| (0, 0)),
-            Err(e) => {
-                // The original error is the one to report.
-                let _ = tx.rollback();
-                Err(e)
-            }
-        }
+    let moved = cx.execute(&cx.sql.schedules.advance, &[&name, &s.next_fire_at, &f.next_fire_at]).await?;
+    if moved == 0 {
+        return Ok(false);
     }
+    enqueue::enqueue(cx, &f.queue, &f.opts, &f.jobs).await?;
+    Ok(true)
 }
 
 impl ScheduleOps for PgEngine {
     fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
-        let expires = r.expires_s.map(span);
         self.run(tx, async |cx| {
             let next = next_boundary_after(now(cx).await?, r.interval_s);
             cx.execute(
                 &cx.sql.schedules.upsert,
-                &[&r.name, &r.spec, &r.interval_s, &r.queue, &r.payload, &r.priority, &r.max_attempts, &expires, &next],
+                &[
+                    &r.name,
+                    &r.spec,
+                    &r.interval_s,
+                    &r.queue,
+                    &r.payload,
+                    &r.priority,
+                    &r.max_attempts,
+                    &r.expires_s,
+                    &next,
+                ],
             )
             .await?;
             Ok(())
@@ -157,17 +142,22 @@ impl ScheduleOps for PgEngine {
         self.run(None, async |cx| col(&cx.query_one(&cx.sql.schedules.next_due, &[]).await?, 0))
     }
 
-    fn schedule_tick(&self) -> Result<TickReport> {
-        let due: Vec<String> = self.run(None, async |cx| {
+    fn schedule_due(&self) -> Result<Vec<String>> {
+        self.run(None, async |cx| {
             cx.query(&cx.sql.schedules.due, &[&cx.offset]).await?.iter().map(|r| col(r, 0)).collect()
-        })?;
-        let mut report = TickReport::default();
-        for name in &due {
-            let (fired, skipped) = self.tick_one(name)?;
-            report.fired += fired;
-            report.skipped += skipped;
+        })
+    }
+
+    fn schedule_fire(&self, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>) -> Result<bool> {
+        let mut tx = self.begin()?;
+        match self.run(Some(tx.as_mut()), async |cx| fire(cx, name, plan).await) {
+            Ok(true) => tx.commit().map(|()| true),
+            Ok(false) => tx.rollback().map(|()| false),
+            Err(e) => {
+                // The original error is the one to report.
+                let _ = tx.rollback();
+                Err(e)
+            }
         }
-        report.next_due = self.schedule_next_due()?;
-        Ok(report)
     }
 }

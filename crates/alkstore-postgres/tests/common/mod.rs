@@ -5,9 +5,10 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, OpenOptions, QueueOpts};
+use alkstore_core::{Claimed, Engine, QueueOpts};
 use alkstore_enginetest::Harness;
 pub use alkstore_enginetest::{job, opts, TestResult};
+use alkstore_postgres::PgOptions;
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
 
@@ -24,7 +25,7 @@ pub struct TestDb {
     /// Its fresh schema, dropped with the fixture.
     pub schema: String,
     /// The options it was opened with (for `reopen`).
-    pub options: OpenOptions,
+    pub options: PgOptions,
 }
 
 /// A raw client for setup and inspection, on the engine's runtime.
@@ -74,7 +75,7 @@ impl TestDb {
             return Ok(None);
         }
         let schema = fresh_schema();
-        let options = OpenOptions { schema: schema.clone(), pool_size, ..OpenOptions::default() };
+        let options = PgOptions { schema: schema.clone(), pool_size, ..PgOptions::default() };
         let engine = alkstore_postgres::open(&url(), &options)?;
         Ok(Some(TestDb { engine, schema, options }))
     }
@@ -113,12 +114,18 @@ impl Harness for TestDb {
         &self.engine
     }
 
-    fn options(&self) -> OpenOptions {
+    type Options = PgOptions;
+
+    fn options(&self) -> PgOptions {
         self.options.clone()
     }
 
-    fn open(&self, options: &OpenOptions) -> TestResult<Arc<dyn Engine>> {
+    fn open(&self, options: &PgOptions) -> TestResult<Arc<dyn Engine>> {
         Ok(alkstore_postgres::open(&url(), options)?)
+    }
+
+    fn one_connection(options: &mut PgOptions) {
+        options.pool_size = 1;
     }
 
     fn table(&self, name: &str) -> String {

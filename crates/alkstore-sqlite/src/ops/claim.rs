@@ -14,8 +14,6 @@
 //!   bound `now`: exhausted lapsed rows to dead, then [`CLAIM`] over the
 //!   union of the ready and leased candidate scans.
 
-use std::cmp::Reverse;
-
 use alkstore_core::{Claimed, Error, Result};
 use rusqlite::{params, Connection, Params};
 
@@ -143,9 +141,11 @@ pub(crate) const CLAIM_READY_ONE: &str =
 pub(crate) const HAS_LAPSED: &str = "SELECT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 \
 AND state = 'processing' AND deadline < unixepoch() + ?2)";
 
-/// Claims up to `n` (>= 1) jobs of `queue` for `worker`, best first.
+/// Claims up to `n` (in `1..=1000`, the Store's range) jobs of `queue` for
+/// `worker`, in RETURNING order: the Store sorts them into claim order.
 pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
-    let limit = i64::try_from(n).map_err(|_| Error::Value(format!("n is too large: {n}")))?;
+    // At most MAX_BATCH (the Store's range rule), so it fits.
+    let limit = n as i64;
     let mut claimed = if n == 1 {
         run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)?
     } else {
@@ -157,10 +157,6 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
             exhaust(c, queue, now)?;
             run(c, CLAIM, params![queue, worker, now, limit], n)
         })?;
-    }
-    // RETURNING order is unspecified; hand jobs out in claim order.
-    if claimed.len() > 1 {
-        claimed.sort_unstable_by_key(|j| (Reverse(j.priority), j.run_at, j.id));
     }
     Ok(claimed)
 }

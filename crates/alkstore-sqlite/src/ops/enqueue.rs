@@ -3,7 +3,7 @@
 use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
 use rusqlite::{params, Connection};
 
-use crate::conn::{atomic, span, Scope};
+use crate::conn::{atomic, Scope};
 use crate::error::DbResult;
 
 /// One new job. `?8` offset, `?9` absolute run_at or NULL, `?10` delay,
@@ -36,7 +36,7 @@ pub(crate) fn enqueue(
 fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &NewJob) -> Result<i64> {
     let (at, delay) = match job.ready {
         ReadyAt::Now => (None, 0),
-        ReadyAt::Delay(d) => (None, span(d)),
+        ReadyAt::Delay(d) => (None, d),
         ReadyAt::At(t) => (Some(t), 0),
     };
     let mut stmt = conn.prepare_cached(ENQUEUE).db()?;
@@ -45,14 +45,13 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
         job.payload,
         job.priority,
         job.max_attempts.unwrap_or(opts.max_attempts),
-        // Added to `now` at every claim and purge: clamped like the others.
-        span(opts.visibility_timeout_s),
+        opts.visibility_timeout_s,
         opts.backoff_base_s,
-        opts.dead_letter_retention_s.map(span),
+        opts.dead_letter_retention_s,
         offset,
         at,
         delay,
-        job.expires_s.map(span),
+        job.expires_s,
     ])
     .db()?;
     Ok(conn.last_insert_rowid())

@@ -2,10 +2,10 @@
 //! release. Every one applies the validity predicate in the same statement
 //! that writes, so a stale, lapsed or cancelled handle changes nothing.
 
-use alkstore_core::{backoff_delay, Claimed, Error, Result};
+use alkstore_core::{Claimed, Error, Result};
 use rusqlite::{params, Connection};
 
-use crate::conn::{atomic, now, span, Scope};
+use crate::conn::{atomic, now, Scope};
 use crate::error::DbResult;
 
 /// The validity predicate of every handle op, `now` computed in-statement.
@@ -78,22 +78,9 @@ pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed
     atomic(conn, Scope::Own, delete_all)
 }
 
-/// Back to pending after `delay_s` (None: the core curve), or to dead with
-/// `error` when the budget is spent. False when the handle is not valid.
-pub(crate) fn retry(
-    conn: &Connection,
-    scope: Scope,
-    offset: i64,
-    job: &Claimed,
-    error: &str,
-    delay_s: Option<i64>,
-) -> Result<bool> {
-    // A valid handle's claim token pins the row's attempts to the handle's,
-    // so the budget check can be made here without reading the row.
-    if job.attempts >= job.max_attempts {
-        return to_dead(conn, scope, offset, job, error);
-    }
-    let delay = span(delay_s.unwrap_or_else(|| backoff_delay(job.attempts, job.backoff_base_s)));
+/// Back to pending after `delay` seconds (resolved by the Store, which
+/// sends a spent budget to [`fail`] instead). False when the handle is not valid.
+pub(crate) fn retry(conn: &Connection, offset: i64, job: &Claimed, delay: i64) -> Result<bool> {
     let changed = conn
         .prepare_cached(RETRY)
         .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay]))
@@ -109,7 +96,7 @@ pub(crate) fn fail(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, 
 /// `deadline := now + extend_s` for a valid (unlapsed) handle.
 pub(crate) fn heartbeat(conn: &Connection, offset: i64, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
     let mut stmt = conn.prepare_cached(HEARTBEAT).db()?;
-    let mut rows = stmt.query(params![job.id, job.worker_id, job.claim_token, offset, span(extend_s)]).db()?;
+    let mut rows = stmt.query(params![job.id, job.worker_id, job.claim_token, offset, extend_s]).db()?;
     let mut deadline = None;
     // Step to the end rather than stopping at the row: the autocommit write
     // commits when the statement finishes, and an error there must surface.

@@ -7,7 +7,6 @@
 use alkstore_core::{LockOps, Result};
 use rusqlite::params;
 
-use crate::conn::span;
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
@@ -31,10 +30,7 @@ impl LockOps for SqliteEngine {
     fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| {
-            let n = c
-                .prepare_cached(ACQUIRE)
-                .and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset]))
-                .db()?;
+            let n = c.prepare_cached(ACQUIRE).and_then(|mut s| s.execute(params![name, owner, ttl_s, offset])).db()?;
             Ok(n > 0)
         })
     }
@@ -42,8 +38,7 @@ impl LockOps for SqliteEngine {
     fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| {
-            let n =
-                c.prepare_cached(RENEW).and_then(|mut s| s.execute(params![name, owner, span(ttl_s), offset])).db()?;
+            let n = c.prepare_cached(RENEW).and_then(|mut s| s.execute(params![name, owner, ttl_s, offset])).db()?;
             Ok(n > 0)
         })
     }

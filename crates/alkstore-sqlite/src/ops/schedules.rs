@@ -1,19 +1,20 @@
 //! Schedules (SPEC §8) in `__alkstore_scheduler_tasks`: registration, and
 //! the tick that fires due boundaries.
 //!
-//! A tick handles each due schedule in its own `BEGIN IMMEDIATE`
-//! transaction on the writer: re-read the row, plan with
-//! [`alkstore_core::schedule::plan_tick`], advance `next_fire_at` with a
-//! conditional update, and enqueue the fires through the engine's one
-//! enqueue path. The single writer already serialises tickers; the
-//! conditional advance is what makes a second ticker (another process, a
-//! rogue runner) fire nothing when it loses the race.
+//! The tick loop and what a fire enqueues are core's
+//! ([`alkstore_core::schedule::tick`]); here is one schedule's fire, in its
+//! own `BEGIN IMMEDIATE` transaction on the writer: re-read the row, let
+//! core plan against the clock, advance `next_fire_at` with a conditional
+//! update, and enqueue the fires through the engine's one enqueue path.
+//! The single writer already serialises tickers; the conditional advance is
+//! what makes a second ticker (another process, a rogue runner) fire
+//! nothing when it loses the race.
 
-use alkstore_core::schedule::{next_boundary_after, plan_tick};
-use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result, ScheduleOps, ScheduleRow, TickReport, Tx};
+use alkstore_core::schedule::next_boundary_after;
+use alkstore_core::{Firing, Result, ScheduleOps, ScheduleRow, Tx};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::conn::{atomic, now, span, Scope};
+use crate::conn::{atomic, now, Scope};
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 use crate::ops::enqueue;
@@ -74,36 +75,33 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
     })
 }
 
-/// Fires one schedule's due boundaries in one transaction: (fired, skipped).
-fn tick_one(conn: &Connection, offset: i64, name: &str) -> Result<(i64, i64)> {
+/// One schedule's fire-and-advance in one transaction; see
+/// [`ScheduleOps::schedule_fire`].
+fn fire_one(
+    conn: &Connection,
+    offset: i64,
+    name: &str,
+    plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>,
+) -> Result<bool> {
     atomic(conn, Scope::Own, |c| {
         let Some(s) = c.prepare_cached(ONE).and_then(|mut st| st.query_row([name], row).optional()).db()? else {
-            return Ok((0, 0)); // unscheduled since we listed it
+            return Ok(false); // unscheduled since we listed it
         };
-        let plan = plan_tick(s.next_fire_at, s.interval_s, now(c, offset)?);
-        if plan.fire.is_empty() {
-            return Ok((0, 0)); // another ticker fired it first
-        }
+        let Some(f) = plan(&s, now(c, offset)?) else {
+            return Ok(false); // another ticker fired it first
+        };
         // Advance first: when it does not land, nothing was written and the
         // empty transaction commits harmlessly.
         let moved = c
             .prepare_cached(ADVANCE)
-            .and_then(|mut st| st.execute(params![name, s.next_fire_at, plan.next_fire_at]))
+            .and_then(|mut st| st.execute(params![name, s.next_fire_at, f.next_fire_at]))
             .db()?;
         if moved == 0 {
-            return Ok((0, 0));
+            return Ok(false);
         }
-        let job = NewJob {
-            payload: s.payload,
-            ready: ReadyAt::Now,
-            priority: s.priority,
-            max_attempts: s.max_attempts,
-            expires_s: s.expires_s,
-        };
-        let jobs = vec![job; plan.fire.len()];
         // Inside our transaction: a batch becomes a savepoint of it.
-        let ids = enqueue::enqueue(c, Scope::Caller, offset, &s.queue, &QueueOpts::default(), &jobs)?;
-        Ok((ids.len() as i64, plan.skipped))
+        enqueue::enqueue(c, Scope::Caller, offset, &f.queue, &f.opts, &f.jobs)?;
+        Ok(true)
     })
 }
 
@@ -122,7 +120,7 @@ impl ScheduleOps for SqliteEngine {
                         r.payload,
                         r.priority,
                         r.max_attempts,
-                        r.expires_s.map(span),
+                        r.expires_s,
                         next
                     ])
                 })
@@ -147,21 +145,18 @@ impl ScheduleOps for SqliteEngine {
         self.conns.with_reader(|c| c.prepare_cached(NEXT_DUE).and_then(|mut st| st.query_row([], |r| r.get(0))).db())
     }
 
-    fn schedule_tick(&self) -> Result<TickReport> {
+    fn schedule_due(&self) -> Result<Vec<String>> {
         let offset = self.offset();
-        let due: Vec<String> = self.conns.with_reader(|c| {
+        self.conns.with_reader(|c| {
             let at = now(c, offset)?;
             let mut st = c.prepare_cached(DUE).db()?;
             let names = st.query_map([at], |r| r.get(0)).db()?;
             names.collect::<rusqlite::Result<Vec<_>>>().db()
-        })?;
-        let mut report = TickReport::default();
-        for name in &due {
-            let (fired, skipped) = self.conns.with_writer(|c| tick_one(c, offset, name))?;
-            report.fired += fired;
-            report.skipped += skipped;
-        }
-        report.next_due = self.schedule_next_due()?;
-        Ok(report)
+        })
+    }
+
+    fn schedule_fire(&self, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) -> Option<Firing>) -> Result<bool> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| fire_one(c, offset, name, plan))
     }
 }

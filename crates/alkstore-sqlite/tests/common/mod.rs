@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, NewJob, OpenOptions, QueueOpts, Result};
+use alkstore_core::{Claimed, Engine, NewJob, QueueOpts, Result};
 pub use alkstore_enginetest::{job, opts};
 use alkstore_enginetest::{Harness, TestResult};
+use alkstore_sqlite::SqliteOptions;
 use tempfile::TempDir;
 
 /// A store on a fresh temp file; the directory lives as long as this value.
@@ -20,13 +21,13 @@ impl Fixture {
     pub fn new() -> Result<Self> {
         let dir = tempfile::tempdir().map_err(|e| alkstore_core::Error::database(None, e.to_string()))?;
         let path = dir.path().join("store.db").to_string_lossy().into_owned();
-        let engine = alkstore_sqlite::open(&path, &OpenOptions::default())?;
+        let engine = alkstore_sqlite::open(&path, &SqliteOptions::default())?;
         Ok(Fixture { dir, path, engine })
     }
 
     /// Another engine handle on the same file (like another process).
     pub fn reopen(&self) -> Result<Arc<dyn Engine>> {
-        alkstore_sqlite::open(&self.path, &OpenOptions::default())
+        alkstore_sqlite::open(&self.path, &SqliteOptions::default())
     }
 
     /// Enqueues one job with the given payload and default stamps.
@@ -55,15 +56,25 @@ impl Harness for Fixture {
         &self.engine
     }
 
-    fn options(&self) -> OpenOptions {
-        OpenOptions::default()
+    type Options = SqliteOptions;
+
+    fn options(&self) -> SqliteOptions {
+        SqliteOptions::default()
     }
 
-    fn open(&self, options: &OpenOptions) -> TestResult<Arc<dyn Engine>> {
+    fn open(&self, options: &SqliteOptions) -> TestResult<Arc<dyn Engine>> {
         Ok(alkstore_sqlite::open(&self.path, options)?)
     }
 
     fn table(&self, name: &str) -> String {
         name.to_owned()
     }
+}
+
+/// A claim as the Store hands it out: the engine's rows put in claim order
+/// by core (the engine returns them in whatever order its statement did).
+pub fn claim(engine: &dyn Engine, queue: &str, worker: &str, n: usize) -> alkstore_core::Result<Vec<Claimed>> {
+    let mut got = engine.claim(queue, worker, n)?;
+    alkstore_core::rules::claim_order::sort_claimed(&mut got);
+    Ok(got)
 }

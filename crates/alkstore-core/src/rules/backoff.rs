@@ -3,8 +3,8 @@
 
 use rand::Rng;
 
-use crate::duration;
 use crate::error::{Error, Result};
+use crate::rules::duration;
 
 /// The cap on the curve's upper bound, in seconds. A contract constant, no knob.
 pub const BACKOFF_CAP_S: i64 = 3600;

@@ -6,7 +6,7 @@
 //! ticking when the renewal fails. The lease only keeps the work on one
 //! runner; correctness does not rest on it: each fire commits together with
 //! a conditional advance of its schedule row under a row lock (see
-//! [`crate::ops::ScheduleOps::schedule_tick`]), so a rogue second ticker
+//! [`crate::schedule::tick`]), so a rogue second ticker
 //! cannot fire a boundary twice.
 //!
 //! Between ticks the leader sleeps until the earliest of the next due
@@ -19,11 +19,12 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::names::SCHEDULER_LOCK;
-use crate::stop::StopToken;
+use crate::rules::names::SCHEDULER_LOCK;
+use crate::schedule::tick::tick;
+use crate::store::stop::StopToken;
+use crate::store::waiting::{until_db_second, WaitSpec, NEXT_WAKE_EVERY};
+use crate::store::wake::WakeHub;
 use crate::store::Store;
-use crate::waiting::{until_db_second, WaitSpec, NEXT_WAKE_EVERY};
-use crate::wake::WakeHub;
 
 /// Length of the leadership lease, seconds.
 pub const LEASE_S: i64 = 30;
@@ -115,7 +116,7 @@ impl Store {
                     return Err(Error::LeadershipLost);
                 }
                 renew_at = Instant::now() + RENEW_EVERY;
-                next_due = engine.schedule_tick()?.next_due;
+                next_due = tick(&**engine)?.next_due;
                 now = engine.now()?;
             }
             let start = Instant::now();
@@ -148,7 +149,7 @@ mod tests {
     #[test]
     fn owners_are_distinct() {
         assert_ne!(runner_owner(), runner_owner());
-        assert!(runner_owner().len() <= crate::names::MAX_NAME_CHARS);
+        assert!(runner_owner().len() <= crate::rules::names::MAX_NAME_CHARS);
     }
 
     #[test]

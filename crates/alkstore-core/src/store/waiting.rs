@@ -11,9 +11,9 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::stop::StopToken;
+use crate::store::stop::StopToken;
+use crate::store::wake::WakeHub;
 use crate::store::Store;
-use crate::wake::WakeHub;
 
 /// The longest the loop sleeps before checking for signals and stop.
 pub const SLICE: Duration = Duration::from_millis(100);

@@ -1,18 +1,44 @@
 //! The storage-engine trait: what SQLite and Postgres each implement once.
 //!
-//! Engines are pure storage: arguments arrive validated (names, options,
-//! payload size) by [`crate::store::Store`], which also enforces the
-//! closed-store and one-transaction-per-thread rules. Every method that takes
-//! `tx` runs inside the caller's transaction when it is `Some` (the engine
-//! downcasts it to its own type with [`Tx::as_any_mut`]) and in its own
-//! short transaction otherwise.
+//! Engines are pure storage: they receive resolved inputs and only run SQL.
+//! [`crate::store::Store`] decides everything the contract fixes before an
+//! engine is called, once for every engine:
+//! - arguments are valid: names, options, payload size, counts in range
+//!   (`n` and `limit` in `1..=1000`), every duration within
+//!   [`crate::MAX_DURATION_S`] (so `now + d` never overflows) — engines
+//!   neither re-check nor clamp;
+//! - batches are non-empty (`enqueue`, `ack` never see an empty slice);
+//! - a retry is resolved: dead (the engine's `fail`) when the budget is
+//!   spent, else pending after a concrete delay (the caller's or a draw
+//!   from the retry curve);
+//! - claimed jobs are put in claim order after the engine returns them, in
+//!   whatever order its statement produced;
+//! - a statement that fails inside a caller transaction dooms it
+//!   ([`crate::store::session`]): engines track no failure state and are
+//!   never asked to commit a doomed transaction;
+//! - the schedule tick loop and what a fire enqueues
+//!   ([`crate::schedule::tick`]); the engine supplies the due list and the
+//!   atomic fire-and-advance primitive.
+//!
+//! The Store also enforces the closed-store and one-transaction-per-thread
+//! rules. Every method that takes `tx` runs inside the caller's transaction
+//! when it is `Some` (the engine downcasts it to its own type with
+//! [`Tx::as_any_mut`]) and in its own short transaction otherwise.
+
+pub mod locks;
+pub mod model;
+pub mod schedules;
+pub mod sql;
+pub mod streams;
 
 use std::any::Any;
 
+use crate::engine::locks::LockOps;
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::schedules::ScheduleOps;
+use crate::engine::sql::{SqlRow, SqlValue};
+use crate::engine::streams::StreamOps;
 use crate::error::Result;
-use crate::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
-use crate::ops::{LockOps, ScheduleOps, StreamOps};
-use crate::sql::{SqlRow, SqlValue};
 
 /// An open transaction of the caller's (SPEC §6).
 pub trait Tx: Send {
@@ -38,23 +64,26 @@ pub trait Engine: Send + Sync + LockOps + ScheduleOps + StreamOps {
     /// Begins a caller transaction (SQLite: `BEGIN IMMEDIATE` on the writer).
     fn begin(&self) -> Result<Box<dyn Tx>>;
 
-    /// Inserts `jobs` into `queue` stamped with `opts`, all in one
-    /// transaction; returns their ids in order.
+    /// Inserts `jobs` (never empty) into `queue` stamped with `opts`, all in
+    /// one transaction; returns their ids in order.
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
 
-    /// Claims up to `n` jobs (SPEC §4.2): exhausted lapsed rows move to dead
-    /// first, then one index-matched claim statement.
+    /// Claims up to `n` (`1..=1000`) jobs (SPEC §4.2): exhausted lapsed rows
+    /// move to dead first, then one index-matched claim statement. Any
+    /// order: the Store sorts them into claim order.
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>>;
 
-    /// Deletes every handle that passes the validity predicate, in one
-    /// transaction; returns how many landed.
+    /// Deletes every handle (never empty) that passes the validity
+    /// predicate, in one transaction; returns how many landed.
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
 
-    /// Back to pending after `delay_s` (None: the core curve), or to dead with
-    /// `error` when the budget is spent. False when the handle is not valid.
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool>;
+    /// Back to pending, ready `delay_s` seconds from now (resolved by the
+    /// Store; a spent budget goes to [`Engine::fail`] instead). False when
+    /// the handle is not valid.
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool>;
 
-    /// Straight to dead with `error`. False when the handle is not valid.
+    /// Straight to dead with `error` (`job.fail`, and a retry past the
+    /// budget). False when the handle is not valid.
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool>;
 
     /// `deadline := now + extend_s` for a valid handle; returns the new deadline.
@@ -90,7 +119,7 @@ pub trait Engine: Send + Sync + LockOps + ScheduleOps + StreamOps {
     /// Starts feeding `hub` with a bump after every commit that may concern a
     /// waiter (SQLite: a `data_version` watcher thread; pg: LISTEN), until
     /// `close`. Called once by [`crate::store::Store::new`].
-    fn start_wakes(&self, hub: std::sync::Arc<crate::wake::WakeHub>) -> Result<()>;
+    fn start_wakes(&self, hub: std::sync::Arc<crate::store::wake::WakeHub>) -> Result<()>;
 
     /// The earliest instant after `now` at which `queue` gains claimable work
     /// without a commit: the earliest future `run_at` of a pending row or the

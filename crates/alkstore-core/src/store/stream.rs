@@ -7,11 +7,12 @@
 
 use std::fmt::Display;
 
+use crate::engine::streams::Event;
 use crate::error::{Error, Result};
-use crate::names::validate_name;
-use crate::ops::Event;
-use crate::store::{count_in, Store, TxSession};
-use crate::waiting::WaitSpec;
+use crate::rules::batch::count_in;
+use crate::rules::names::validate_name;
+use crate::store::waiting::WaitSpec;
+use crate::store::{Store, TxSession};
 
 /// The most events one `read` (or one subscription fetch) returns.
 pub const MAX_READ: usize = 1000;

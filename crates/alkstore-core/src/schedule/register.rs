@@ -1,13 +1,13 @@
 //! Registering schedules (SPEC §8): the validated front over the engine's
-//! [`ScheduleOps`] storage. The loop that fires them is in [`crate::runner`].
+//! [`ScheduleOps`] storage. The loop that fires them is in [`crate::schedule::runner`].
 //!
-//! [`ScheduleOps`]: crate::ops::ScheduleOps
+//! [`ScheduleOps`]: crate::engine::schedules::ScheduleOps
 
-use crate::duration::check_seconds;
+use crate::engine::schedules::ScheduleRow;
 use crate::error::{Error, Result};
-use crate::names::validate_name;
-use crate::ops::ScheduleRow;
-use crate::schedule::parse_spec;
+use crate::rules::duration::check_seconds;
+use crate::rules::names::validate_name;
+use crate::schedule::spec::parse_spec;
 use crate::store::{Store, TxSession};
 
 /// A schedule as the caller registers it.
@@ -31,7 +31,7 @@ pub struct NewSchedule {
 
 impl Store {
     /// `store.schedule(...)`: validates everything, then upserts by name
-    /// (same interval keeps the next fire; see [`crate::ops::ScheduleOps`]).
+    /// (same interval keeps the next fire; see [`crate::engine::schedules::ScheduleOps`]).
     pub fn schedule(&self, tx: Option<&mut TxSession>, s: &NewSchedule) -> Result<()> {
         // The queue is validated like any name: a schedule must not reach the
         // engine's own queues (outbox backing queues) either.

@@ -2,8 +2,8 @@
 //!
 //! All timestamps are whole Unix seconds from the database's clock (SPEC §4.7).
 
-use crate::duration;
 use crate::error::{Error, Result};
+use crate::rules::duration;
 
 /// Queue options, stamped onto each job at enqueue (SPEC §4).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -5,11 +5,11 @@
 //! The scheduler's leadership lease is one of these rows, but its name is
 //! reserved: only the runner (which calls the engine directly) can take it.
 //!
-//! [`LockOps`]: crate::ops::LockOps
+//! [`LockOps`]: crate::engine::locks::LockOps
 
-use crate::duration::MAX_DURATION_S;
 use crate::error::{Error, Result};
-use crate::names::validate_name;
+use crate::rules::duration::MAX_DURATION_S;
+use crate::rules::names::validate_name;
 use crate::store::Store;
 
 /// The longest lease a caller may ask for: the duration bound of every
@@ -62,7 +62,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::names::SCHEDULER_LOCK;
+    use crate::rules::names::SCHEDULER_LOCK;
 
     #[test]
     fn arguments() {

@@ -28,6 +28,21 @@ const YEAR_2200_S: i64 = 7_258_118_400;
 const _: () = assert!(YEAR_2200_S + 2 * MAX_DURATION_S < MAX_INSTANT_S);
 const _: () = assert!(MAX_DURATION_S < 9_223_372_036);
 
+/// The longest duration an engine is ever handed, about 34,000 years. The
+/// Store refuses any argument over [`MAX_DURATION_S`], so this clamp only
+/// bites on a value the Store did not take from a caller: a lease stamped on
+/// a row written before that bound existed, reused by `heartbeat`. It keeps
+/// `now + d` inside 64-bit integers on both engines (on SQLite an overflow
+/// silently turns the column into a REAL and the row becomes unreadable; on
+/// Postgres it is an error on every later statement that adds to it).
+pub const MAX_SPAN_S: i64 = 1 << 40;
+
+/// A duration in seconds, clamped to what `now + d` can hold.
+#[inline]
+pub fn span(seconds: i64) -> i64 {
+    seconds.clamp(-MAX_SPAN_S, MAX_SPAN_S)
+}
+
 fn too_long(what: &str, secs: impl std::fmt::Display) -> Error {
     Error::Value(format!("{what} must be at most {MAX_DURATION_S} seconds (100 years), got {secs}"))
 }
@@ -145,6 +160,14 @@ mod tests {
             assert!(matches!(check_seconds("extend", bad), Err(Error::Value(m)) if m.starts_with("extend ")));
         }
         assert!(check_wait("timeout", Duration::MAX).is_err());
+    }
+
+    #[test]
+    fn spans_are_clamped_not_wrapped() {
+        assert_eq!(span(5), 5);
+        assert_eq!(span(MAX_DURATION_S), MAX_DURATION_S);
+        assert_eq!(span(i64::MAX), MAX_SPAN_S);
+        assert_eq!(span(i64::MIN), -MAX_SPAN_S);
     }
 
     #[test]

@@ -1,0 +1,33 @@
+//! Stream storage (SPEC §9) and the event it hands out. The subscription
+//! loops built on it live in [`crate::store::stream`].
+
+use crate::engine::Tx;
+use crate::error::Result;
+
+/// One stream event (SPEC §9).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Position in the stream, increasing in commit order.
+    pub offset: i64,
+    /// Optional key.
+    pub key: Option<String>,
+    /// JSON text.
+    pub payload: String,
+    /// Publish time.
+    pub published_at: i64,
+}
+
+/// Stream storage (SPEC §9).
+pub trait StreamOps {
+    /// Appends; returns the offset. Offsets increase in commit order per
+    /// stream. Sends a wake (pg: `pg_notify`).
+    fn publish(&self, tx: Option<&mut dyn Tx>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64>;
+    /// Events with `offset > after`, ascending, at most `limit`.
+    fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>>;
+    /// Stores `max(saved, offset)` for `consumer`.
+    fn save_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str, offset: i64) -> Result<()>;
+    /// The saved offset, 0 when never saved.
+    fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64>;
+    /// Deletes events with `offset < before`; returns how many.
+    fn trim_to(&self, stream: &str, before: i64) -> Result<i64>;
+}

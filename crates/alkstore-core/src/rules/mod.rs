@@ -1,0 +1,10 @@
+//! Rules that cut across every surface: what a name, a duration, a batch
+//! size and a retry delay may be. Decided here once; the Store applies them
+//! before anything reaches an engine.
+
+pub mod backoff;
+pub mod batch;
+pub mod claim_order;
+pub mod duration;
+pub mod names;
+pub mod retry;

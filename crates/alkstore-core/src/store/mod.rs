@@ -1,0 +1,175 @@
+//! `Store`: the engine-independent front every binding call goes through.
+//!
+//! It enforces the rules that must hold identically on every engine before a
+//! byte reaches storage: the store is open, the calling thread is not inside
+//! a transaction it did not pass, names and arguments are valid, payloads fit.
+
+pub mod lock;
+pub mod queue;
+pub mod session;
+pub mod stop;
+pub mod stream;
+pub mod txguard;
+pub mod waiting;
+pub mod wake;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::engine::{Engine, Tx};
+use crate::error::{Error, Result};
+use crate::open::options::OpenOptions;
+pub use crate::rules::batch::{batch_size, MAX_BATCH};
+use crate::rules::duration::MAX_DURATION_S;
+pub use crate::store::session::TxSession;
+use crate::store::txguard::TxThreads;
+use crate::store::wake::WakeHub;
+
+/// An open store over one engine.
+pub struct Store {
+    engine: Arc<dyn Engine>,
+    options: OpenOptions,
+    threads: Arc<TxThreads>,
+    closed: AtomicBool,
+    /// Started on the first wait, so stores that never wait run no watcher.
+    hub: OnceLock<Arc<WakeHub>>,
+}
+
+impl Store {
+    /// Wraps an opened engine.
+    pub fn new(engine: Arc<dyn Engine>, options: OpenOptions) -> Self {
+        Store { engine, options, threads: Arc::default(), closed: AtomicBool::new(false), hub: OnceLock::new() }
+    }
+
+    /// The engine's name.
+    pub fn engine_kind(&self) -> &'static str {
+        self.engine.kind()
+    }
+
+    /// The validated open options.
+    pub fn options(&self) -> &OpenOptions {
+        &self.options
+    }
+
+    /// The engine itself, for surfaces layered on the queue ops.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// Closes the store. Idempotent.
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            self.engine.close();
+            if let Some(hub) = self.hub.get() {
+                // Waiters see `closed` on their next look and raise StoreClosed.
+                hub.bump();
+            }
+        }
+    }
+
+    /// The store's wake hub, starting the engine's feed on first use.
+    pub fn wakes(&self) -> Result<Arc<WakeHub>> {
+        self.open_check()?;
+        if let Some(hub) = self.hub.get() {
+            return Ok(hub.clone());
+        }
+        let hub = Arc::new(WakeHub::new());
+        if self.hub.set(hub.clone()).is_ok() {
+            self.engine.start_wakes(hub.clone())?;
+            return Ok(hub);
+        }
+        Ok(self.hub.get().expect("set by the racing thread").clone())
+    }
+
+    /// The checks a call makes on its caller's thread when the call itself
+    /// will run on another one (the asyncio bridge's wait thread): the store
+    /// is open and this thread holds no transaction of it (SPEC §6). The
+    /// helper thread holds none, so only the caller's thread can tell.
+    pub fn check_caller(&self) -> Result<()> {
+        self.enter(None).map(|_| ())
+    }
+
+    /// Whether `close` was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn open_check(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::StoreClosed);
+        }
+        Ok(())
+    }
+
+    /// The checks every call makes: open store; with no `tx`, a free thread.
+    pub(crate) fn enter<'a>(&self, tx: Option<&'a mut TxSession>) -> Result<Option<&'a mut dyn Tx>> {
+        self.open_check()?;
+        match tx {
+            Some(s) => s.live().map(Some),
+            None => {
+                self.threads.check_free()?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs `f` in the caller's transaction when given (under the session's
+    /// doom rule), else on a free thread in the engine's own transaction.
+    pub(crate) fn in_tx<T>(
+        &self,
+        tx: Option<&mut TxSession>,
+        f: impl FnOnce(Option<&mut dyn Tx>) -> Result<T>,
+    ) -> Result<T> {
+        match tx {
+            Some(s) => s.op(|t| f(Some(t))),
+            None => {
+                self.enter(None)?;
+                f(None)
+            }
+        }
+    }
+
+    /// Opens a caller transaction.
+    pub fn begin(&self) -> Result<TxSession> {
+        self.open_check()?;
+        let thread = self.threads.enter()?;
+        match self.engine.begin() {
+            Ok(inner) => Ok(TxSession { inner: Some(inner), doomed: false, thread, threads: self.threads.clone() }),
+            Err(e) => {
+                self.threads.leave(thread);
+                Err(e)
+            }
+        }
+    }
+
+    /// Refuses JSON text over `max_payload_bytes` (SPEC §4.1), before any write.
+    pub(crate) fn check_payload(&self, payload: &str) -> Result<()> {
+        if payload.len() > self.options.max_payload_bytes {
+            return Err(Error::Value(format!(
+                "payload is {} bytes of JSON, over max_payload_bytes={}",
+                payload.len(),
+                self.options.max_payload_bytes
+            )));
+        }
+        Ok(())
+    }
+
+    /// `store._advance_clock` (tests only). One shift is bounded like any
+    /// duration, so a test clock stays far from overflowing.
+    pub fn advance_clock(&self, seconds: i64) -> Result<()> {
+        if seconds.unsigned_abs() > MAX_DURATION_S as u64 {
+            return Err(Error::Value(format!(
+                "seconds must be between -{MAX_DURATION_S} and {MAX_DURATION_S}, got {seconds}"
+            )));
+        }
+        self.open_check()?;
+        self.engine.advance_clock(seconds);
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
