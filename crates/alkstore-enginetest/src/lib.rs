@@ -63,7 +63,7 @@ macro_rules! conformance {
             }
             tx {
                 commit_lands_business_write_and_jobs_together, rollback_leaves_nothing,
-                dropping_an_open_transaction_rolls_back_and_frees_the_writer,
+                dropping_an_open_transaction_rolls_back_and_frees_the_writer, a_transaction_begun_before_close_lands_nothing,
                 handle_ops_in_a_transaction_land_only_on_commit, a_failed_statement_dooms_the_transaction,
                 a_statement_that_ends_the_transaction_is_refused, a_foreign_or_other_store_transaction_is_refused,
                 a_transaction_can_move_between_threads, the_caller_check_sees_a_transaction_of_this_thread,

@@ -72,6 +72,20 @@ pub fn rollback_leaves_nothing<H: Harness>(db: &Db<H>) -> TestResult {
     Ok(())
 }
 
+/// SPEC §2: any use after `close` raises StoreClosed, so a transaction
+/// begun before it runs nothing more and its commit lands nothing.
+pub fn a_transaction_begun_before_close_lands_nothing<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = db.reopen()?;
+    let mut tx = s.begin()?;
+    s.enqueue(Some(&mut tx), "q", &opts(), &[job("1")])?;
+    s.close();
+    assert_eq!(tx.execute("SELECT 1", &[]), Err(Error::StoreClosed));
+    assert_eq!(s.enqueue(Some(&mut tx), "q", &opts(), &[job("2")]), Err(Error::StoreClosed));
+    assert_eq!(tx.commit(), Err(Error::StoreClosed));
+    assert_eq!(db.store.stats("q")?.pending, 0);
+    Ok(())
+}
+
 /// With one connection (Postgres: a pool of one), the next call waits for
 /// the dropped transaction's rollback to free it, then finds it clean.
 pub fn dropping_an_open_transaction_rolls_back_and_frees_the_writer<H: Harness>(db: &Db<H>) -> TestResult {

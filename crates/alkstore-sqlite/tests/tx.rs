@@ -78,19 +78,3 @@ fn execute_counts_rows_changed_else_returned() -> Result<()> {
     tx.rollback()?;
     Ok(())
 }
-
-/// Not in the conformance suite: on Postgres a transaction begun before
-/// `close` still runs statements and commits after it (its connection is
-/// already out of the pool), which SPEC §2's "any use after close raises
-/// StoreClosed" does not allow. Moves to the suite once Postgres agrees.
-#[test]
-fn commit_after_close_lands_nothing() -> Result<()> {
-    let f = Fixture::new()?;
-    let mut tx = f.engine.begin()?;
-    f.engine.enqueue(Some(tx.as_mut()), "q", &opts(), &[job("1")])?;
-    f.engine.close();
-    assert_eq!(tx.execute("SELECT 1", &[]), Err(Error::StoreClosed));
-    assert_eq!(tx.commit(), Err(Error::StoreClosed));
-    assert_eq!(f.reopen()?.stats("q")?.pending, 0);
-    Ok(())
-}

@@ -30,7 +30,9 @@ pub struct Store {
     engine: Arc<dyn Engine>,
     options: OpenOptions,
     threads: Arc<TxThreads>,
-    closed: AtomicBool,
+    /// Shared with every [`TxSession`] it hands out: a transaction begun
+    /// before `close` must not run or land anything after it.
+    closed: Arc<AtomicBool>,
     /// Started on the first wait, so stores that never wait run no watcher.
     hub: OnceLock<Arc<WakeHub>>,
 }
@@ -38,7 +40,7 @@ pub struct Store {
 impl Store {
     /// Wraps an opened engine.
     pub fn new(engine: Arc<dyn Engine>, options: OpenOptions) -> Self {
-        Store { engine, options, threads: Arc::default(), closed: AtomicBool::new(false), hub: OnceLock::new() }
+        Store { engine, options, threads: Arc::default(), closed: Arc::default(), hub: OnceLock::new() }
     }
 
     /// The engine's name.
@@ -134,7 +136,13 @@ impl Store {
         self.open_check()?;
         let thread = self.threads.enter()?;
         match self.engine.begin() {
-            Ok(inner) => Ok(TxSession { inner: Some(inner), doomed: false, thread, threads: self.threads.clone() }),
+            Ok(inner) => Ok(TxSession {
+                inner: Some(inner),
+                doomed: false,
+                thread,
+                threads: self.threads.clone(),
+                closed: self.closed.clone(),
+            }),
             Err(e) => {
                 self.threads.leave(thread);
                 Err(e)

@@ -5,6 +5,7 @@
 //! commit rolls back and reports `TransactionError`. Engines do not track
 //! failures themselves: they are never asked to commit a doomed transaction.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::ThreadId;
 
@@ -20,10 +21,15 @@ pub struct TxSession {
     pub(super) doomed: bool,
     pub(super) thread: ThreadId,
     pub(super) threads: Arc<TxThreads>,
+    /// The store's closed flag (SPEC §2: any use after close raises StoreClosed).
+    pub(super) closed: Arc<AtomicBool>,
 }
 
 impl TxSession {
     pub(super) fn live(&mut self) -> Result<&mut dyn Tx> {
+        if self.closed.load(Ordering::SeqCst) && self.inner.is_some() {
+            return Err(Error::StoreClosed);
+        }
         if self.doomed {
             return Err(Error::Transaction(
                 "the transaction failed earlier and can only roll back; leave the block".into(),
@@ -83,9 +89,15 @@ impl TxSession {
     }
 
     /// Commits, or — when doomed — rolls back and reports `TransactionError`.
+    /// After the store closed, rolls back and reports `StoreClosed`.
     pub fn commit(&mut self) -> Result<()> {
         let doomed = self.doomed;
         let t = self.finish()?;
+        if self.closed.load(Ordering::SeqCst) {
+            // The outcome is StoreClosed whatever the rollback says.
+            let _ = t.rollback();
+            return Err(Error::StoreClosed);
+        }
         if doomed {
             t.rollback()?;
             return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
