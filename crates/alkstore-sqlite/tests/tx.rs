@@ -5,7 +5,7 @@
 mod common;
 
 use alkstore_core::{Error, Result, SqlRow, SqlValue, Tx};
-use common::{job, opts, Fixture};
+use common::Fixture;
 
 fn create_orders(tx: &mut dyn Tx) -> Result<()> {
     tx.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, user_id INTEGER, note TEXT UNIQUE)", &[])?;
