@@ -1,9 +1,11 @@
 //! `PgEngine`: the `Engine` trait over a pool, a statement set and a clock offset.
 //!
-//! Each trait method picks its connection — the caller's transaction's, or
-//! one checked out of the pool for this call — blocks on the runtime the
-//! store was opened on while the op's single statement runs, and lets any
-//! error out through the store's [`Exit`], which scrubs the password.
+//! The operations are implemented in `ops/`, one core trait per file; each
+//! goes through [`PgEngine::run`], which picks its connection — the caller's
+//! transaction's, or one checked out of the pool for this call — blocks on
+//! the runtime the store was opened on while the op's single statement runs,
+//! and lets any error out through the store's [`Exit`], which scrubs the
+//! password.
 //!
 //! In a process forked after the store opened, every call is refused (the
 //! runtime refuses), and `close` and drop leave the pool and the LISTEN task
@@ -13,9 +15,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use alkstore_core::{
-    redact_url, Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub,
-};
+use alkstore_core::{redact_url, Engine, Error, Result, Tx, WakeHub};
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::watch;
 
@@ -23,7 +23,6 @@ use crate::conn::{self, Ctx};
 use crate::error::{pg_error, pool_error, Exit};
 use crate::open::{self, Opened};
 use crate::ops::Statements;
-use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::options::PgOptions;
 use crate::runtime::Rt;
 use crate::tx::PgTx;
@@ -146,62 +145,6 @@ impl Engine for PgEngine {
         Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.exit.clone(), marker)))
     }
 
-    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        self.run(tx, async |cx| enqueue::enqueue(cx, queue, opts, jobs).await)
-    }
-
-    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
-        self.run(None, async |cx| claim::claim(cx, queue, worker_id, n).await)
-    }
-
-    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
-        self.run(tx, async |cx| handle::ack(cx, jobs).await)
-    }
-
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
-        self.run(tx, async |cx| handle::retry(cx, job, delay_s).await)
-    }
-
-    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
-        self.run(tx, async |cx| handle::fail(cx, job, error).await)
-    }
-
-    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-        self.run(None, async |cx| handle::heartbeat(cx, job, extend_s).await)
-    }
-
-    fn release(&self, job: &Claimed) -> Result<bool> {
-        self.run(None, async |cx| handle::release(cx, job).await)
-    }
-
-    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
-        self.run(tx, async |cx| cancel::cancel(cx, queue, id).await)
-    }
-
-    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
-        self.run(tx, async |cx| reads::get_job(cx, queue, id).await)
-    }
-
-    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.run(None, async |cx| reads::dead_jobs(cx, queue, limit, before_id).await)
-    }
-
-    fn stats(&self, queue: &str) -> Result<QueueStats> {
-        self.run(None, async |cx| reads::stats(cx, queue).await)
-    }
-
-    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.run(None, async |cx| reads::live_jobs(cx, queue, limit, before_id).await)
-    }
-
-    fn queue_names(&self) -> Result<Vec<String>> {
-        self.run(None, async |cx| reads::queue_names(cx).await)
-    }
-
-    fn sweep_expired(&self, queue: &str) -> Result<Swept> {
-        self.run(None, async |cx| sweep::sweep_expired(cx, queue).await)
-    }
-
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
         self.rt.runtime()?;
         if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
@@ -209,10 +152,6 @@ impl Engine for PgEngine {
         }
         wake::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
-    }
-
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
-        self.run(None, async |cx| reads::next_wake(cx, queue).await)
     }
 
     fn advance_clock(&self, seconds: i64) {

@@ -1,16 +1,17 @@
-//! [`SqliteEngine`]: the `alkstore_core::Engine` implementation. It routes
-//! each op to the right connection (the caller's transaction, the writer or
-//! the reader) and leaves the SQL to the per-concept modules.
+//! [`SqliteEngine`]: one open store handle and the `alkstore_core::Engine`
+//! part that is the handle itself (transactions, wakes, clock, close). The
+//! operations are implemented in `ops/`, one core trait per file; they reach
+//! the right connection (the caller's transaction, the writer or the
+//! reader) through [`SqliteEngine::write`] and [`SqliteEngine::read`].
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use alkstore_core::{Claimed, Engine, Error, Job, NewJob, QueueOpts, QueueStats, Result, Swept, Tx, WakeHub};
+use alkstore_core::{Engine, Error, Result, Tx, WakeHub};
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
-use crate::ops::{cancel, claim, enqueue, handle, reads, sweep};
 use crate::options::SqliteOptions;
 use crate::tx::SqliteTx;
 
@@ -84,78 +85,8 @@ impl Engine for SqliteEngine {
         Ok(Box::new(SqliteTx::begin(&self.conns.writer, &self.conns.closed)?))
     }
 
-    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        let offset = self.offset();
-        self.write(tx, |c, scope| enqueue::enqueue(c, scope, offset, queue, opts, jobs))
-    }
-
-    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
-        let offset = self.offset();
-        self.conns.with_writer(|c| claim::claim(c, offset, queue, worker_id, n))
-    }
-
-    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
-        let offset = self.offset();
-        self.write(tx, |c, scope| handle::ack(c, scope, offset, jobs))
-    }
-
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
-        let offset = self.offset();
-        self.write(tx, |c, _| handle::retry(c, offset, job, delay_s))
-    }
-
-    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
-        let offset = self.offset();
-        self.write(tx, |c, scope| handle::fail(c, scope, offset, job, error))
-    }
-
-    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
-        let offset = self.offset();
-        self.conns.with_writer(|c| handle::heartbeat(c, offset, job, extend_s))
-    }
-
-    fn release(&self, job: &Claimed) -> Result<bool> {
-        let offset = self.offset();
-        self.conns.with_writer(|c| handle::release(c, offset, job))
-    }
-
-    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
-        self.write(tx, |c, _| cancel::cancel(c, queue, id))
-    }
-
-    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
-        self.read(tx, |c| reads::get_job(c, queue, id))
-    }
-
-    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.conns.with_reader(|c| reads::dead_jobs(c, queue, limit, before_id))
-    }
-
-    fn stats(&self, queue: &str) -> Result<QueueStats> {
-        let offset = self.offset();
-        self.conns.with_reader(|c| reads::stats(c, offset, queue))
-    }
-
-    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
-        self.conns.with_reader(|c| reads::live_jobs(c, queue, limit, before_id))
-    }
-
-    fn queue_names(&self) -> Result<Vec<String>> {
-        self.conns.with_reader(reads::queue_names)
-    }
-
-    fn sweep_expired(&self, queue: &str) -> Result<Swept> {
-        let offset = self.offset();
-        self.conns.with_writer(|c| sweep::sweep_expired(c, offset, queue))
-    }
-
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
         crate::wake::start(&self.path, self.watch_every, hub, self.conns.closed.clone())
-    }
-
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
-        let offset = self.offset();
-        self.conns.with_reader(|c| reads::next_wake(c, offset, queue))
     }
 
     fn advance_clock(&self, seconds: i64) {

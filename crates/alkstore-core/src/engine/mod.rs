@@ -27,6 +27,7 @@
 
 pub mod locks;
 pub mod model;
+pub mod queue;
 pub mod schedules;
 pub mod sql;
 pub mod streams;
@@ -34,7 +35,7 @@ pub mod streams;
 use std::any::Any;
 
 use crate::engine::locks::LockOps;
-use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
 use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::streams::StreamOps;
@@ -55,76 +56,23 @@ pub trait Tx: Send {
 }
 
 /// One storage engine. All methods are blocking; the binding calls them with
-/// the GIL released. Locks, schedules and streams are supertraits so the
-/// loops built on them in this crate reach them through `dyn Engine`.
-pub trait Engine: Send + Sync + LockOps + ScheduleOps + StreamOps {
+/// the GIL released. The operations are supertraits, one per concept
+/// ([`queue`], [`locks`], [`schedules`], [`streams`]), each implemented in
+/// the engine's ops file of that name; what is left here is the handle
+/// itself: its transactions, wakes, clock and lifetime.
+pub trait Engine:
+    Send + Sync + EnqueueOps + ClaimOps + HandleOps + CancelOps + ReadOps + SweepOps + LockOps + ScheduleOps + StreamOps
+{
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;
 
     /// Begins a caller transaction (SQLite: `BEGIN IMMEDIATE` on the writer).
     fn begin(&self) -> Result<Box<dyn Tx>>;
 
-    /// Inserts `jobs` (never empty) into `queue` stamped with `opts`, all in
-    /// one transaction; returns their ids in order.
-    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
-
-    /// Claims up to `n` (`1..=1000`) jobs (SPEC §4.2): exhausted lapsed rows
-    /// move to dead first, then one index-matched claim statement. Any
-    /// order: the Store sorts them into claim order.
-    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>>;
-
-    /// Deletes every handle (never empty) that passes the validity
-    /// predicate, in one transaction; returns how many landed.
-    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
-
-    /// Back to pending, ready `delay_s` seconds from now (resolved by the
-    /// Store; a spent budget goes to [`Engine::fail`] instead). False when
-    /// the handle is not valid.
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool>;
-
-    /// Straight to dead with `error` (`job.fail`, and a retry past the
-    /// budget). False when the handle is not valid.
-    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool>;
-
-    /// `deadline := now + extend_s` for a valid handle; returns the new deadline.
-    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>>;
-
-    /// Back to pending now, refunding the attempt (not the claim token).
-    fn release(&self, job: &Claimed) -> Result<bool>;
-
-    /// Deletes a pending or processing row of `queue`.
-    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool>;
-
-    /// A live or dead row of `queue`.
-    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>>;
-
-    /// Dead rows of `queue`, newest id first, ids below `before_id` when given.
-    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
-
-    /// Counts for `queue`.
-    fn stats(&self, queue: &str) -> Result<QueueStats>;
-
-    /// Live (pending and processing) rows of `queue`, newest id first, ids
-    /// below `before_id` when given (ADR 0007: for operators, not the hot path).
-    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
-
-    /// Every distinct queue name with a live or a dead row, sorted, the
-    /// engine-owned outbox queues included (ADR 0007). A scan for operators
-    /// (`alkstore stats URL`), never on a hot path.
-    fn queue_names(&self) -> Result<Vec<String>>;
-
-    /// Expired rows to dead, retention purge of dead rows; atomic per queue.
-    fn sweep_expired(&self, queue: &str) -> Result<Swept>;
-
     /// Starts feeding `hub` with a bump after every commit that may concern a
     /// waiter (SQLite: a `data_version` watcher thread; pg: LISTEN), until
     /// `close`. Called once by [`crate::store::Store::new`].
     fn start_wakes(&self, hub: std::sync::Arc<crate::store::wake::WakeHub>) -> Result<()>;
-
-    /// The earliest instant after `now` at which `queue` gains claimable work
-    /// without a commit: the earliest future `run_at` of a pending row or the
-    /// earliest deadline of a processing row. `None` when there is neither.
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
 
     /// Shifts this handle's clock (tests only).
     fn advance_clock(&self, seconds: i64);

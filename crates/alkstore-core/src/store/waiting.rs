@@ -6,7 +6,7 @@
 //! caller's timeout or stop — in slices of at most [`SLICE`] so the binding
 //! can let Ctrl-C through.
 //!
-//! [`Engine::next_wake`]: crate::Engine::next_wake
+//! [`Engine::next_wake`]: crate::ReadOps::next_wake
 
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,10 @@
 //! interrupt and records no dead row; the holder's next handle op finds the
 //! row gone and returns false.
 
-use alkstore_core::Result;
+use alkstore_core::{CancelOps, Result, Tx};
 
 use crate::conn::Ctx;
+use crate::engine::PgEngine;
 
 /// The cancel statement of one store, schema-qualified.
 #[derive(Debug, Clone)]
@@ -23,4 +24,10 @@ impl Sql {
 /// Deletes a pending or processing row of `queue`.
 pub(crate) async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
     Ok(cx.execute(&cx.sql.cancel.cancel, &[&id, &queue]).await? > 0)
+}
+
+impl CancelOps for PgEngine {
+    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
+        self.run(tx, async |cx| cancel(cx, queue, id).await)
+    }
 }

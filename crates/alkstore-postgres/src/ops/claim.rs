@@ -6,10 +6,11 @@
 //! `FOR UPDATE SKIP LOCKED` so concurrent claimers never wait on each other
 //! and never receive the same (job, attempt).
 
-use alkstore_core::{Claimed, Result};
+use alkstore_core::{ClaimOps, Claimed, Result};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
 use crate::rows::claimed;
 
 /// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
@@ -105,6 +106,12 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
         cx.query(&cx.sql.claim.many, &[&cx.offset, &queue, &worker_id, &limit]).await?
     };
     rows.iter().map(claimed).collect()
+}
+
+impl ClaimOps for PgEngine {
+    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        self.run(None, async |cx| claim(cx, queue, worker_id, n).await)
+    }
 }
 
 #[cfg(test)]

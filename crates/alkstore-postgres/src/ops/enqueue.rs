@@ -1,8 +1,9 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
-use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
+use alkstore_core::{EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, Tx};
 
 use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
 use crate::rows::col;
 
 /// The enqueue statements of one store, schema-qualified.
@@ -107,4 +108,10 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
     // ascending ids are the input order.
     ids.sort_unstable();
     Ok(ids)
+}
+
+impl EnqueueOps for PgEngine {
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        self.run(tx, async |cx| enqueue(cx, queue, opts, jobs).await)
+    }
 }

@@ -7,10 +7,11 @@
 //! single `DELETE … RETURNING` feeding an `INSERT`: atomic on their own and
 //! inside a caller's transaction alike, so no savepoint is needed.
 
-use alkstore_core::{Claimed, Result};
+use alkstore_core::{Claimed, HandleOps, Result, Tx};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
 use crate::rows::col;
 
 /// The validity predicate of every handle op (SPEC §4.3): `$2` id, `$3`
@@ -114,4 +115,26 @@ pub(crate) async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Res
 pub(crate) async fn release(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
     let n = cx.execute(&cx.sql.handle.release, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
     Ok(n > 0)
+}
+
+impl HandleOps for PgEngine {
+    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
+        self.run(tx, async |cx| ack(cx, jobs).await)
+    }
+
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
+        self.run(tx, async |cx| retry(cx, job, delay_s).await)
+    }
+
+    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
+        self.run(tx, async |cx| fail(cx, job, error).await)
+    }
+
+    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
+        self.run(None, async |cx| heartbeat(cx, job, extend_s).await)
+    }
+
+    fn release(&self, job: &Claimed) -> Result<bool> {
+        self.run(None, async |cx| release(cx, job).await)
+    }
 }

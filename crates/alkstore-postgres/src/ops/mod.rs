@@ -2,7 +2,10 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`. `engine.rs` only routes each `Engine` method to one of them.
+//! `streams`. Each file implements the core trait of its concept
+//! (`EnqueueOps`, `ClaimOps`, `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`,
+//! `LockOps`, `ScheduleOps`, `StreamOps`) for the engine, right below its
+//! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
 //! with the SQL it runs, one named statement per step, then the functions
@@ -22,9 +25,9 @@
 //! volatile and would otherwise be re-read per row. Parameter `$1` is always
 //! the handle's clock offset when the statement has a clock.
 //!
-//! Adding an operation: its statements (a field of the file's `Sql`) and
-//! function in the file of its concept, one routing line in `engine.rs`, and
-//! the same two steps in the SQLite engine.
+//! Adding an operation: its statement (a field of the file's `Sql`), function
+//! and trait method in the file of its concept, and the same in the SQLite
+//! engine (docs/architecture.md).
 
 pub(crate) mod cancel;
 pub(crate) mod claim;

@@ -2,9 +2,10 @@
 //! `queue_names` for operators (ADR 0007), and `next_wake` (SPEC §5: when a
 //! queue gains claimable work without a commit).
 
-use alkstore_core::{Job, QueueStats, Result};
+use alkstore_core::{Job, QueueStats, ReadOps, Result, Tx};
 
 use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
 use crate::rows::{col, job};
 
 /// A job view without `state`, `last_error`, `died_at`, in the order
@@ -148,6 +149,32 @@ pub(crate) async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
 pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
     let row = cx.query_one(&cx.sql.reads.next_wake, &[&cx.offset, &queue]).await?;
     col(&row, 0)
+}
+
+impl ReadOps for PgEngine {
+    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
+        self.run(tx, async |cx| get_job(cx, queue, id).await)
+    }
+
+    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.run(None, async |cx| dead_jobs(cx, queue, limit, before_id).await)
+    }
+
+    fn stats(&self, queue: &str) -> Result<QueueStats> {
+        self.run(None, async |cx| stats(cx, queue).await)
+    }
+
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.run(None, async |cx| live_jobs(cx, queue, limit, before_id).await)
+    }
+
+    fn queue_names(&self) -> Result<Vec<String>> {
+        self.run(None, async |cx| queue_names(cx).await)
+    }
+
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+        self.run(None, async |cx| next_wake(cx, queue).await)
+    }
 }
 
 #[cfg(test)]

@@ -4,10 +4,11 @@
 //! rows to move are locked `FOR UPDATE SKIP LOCKED`, so two sweeps running
 //! at once split the rows between them and never move one twice.
 
-use alkstore_core::{Result, Swept};
+use alkstore_core::{Result, SweepOps, Swept};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
 use crate::rows::col;
 
 /// The sweep statement of one store, schema-qualified.
@@ -51,6 +52,12 @@ impl Sql {
 pub(crate) async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
     let row = cx.query_one(&cx.sql.sweep.sweep, &[&cx.offset, &queue]).await?;
     Ok(Swept { expired: col(&row, 0)?, purged: col(&row, 1)? })
+}
+
+impl SweepOps for PgEngine {
+    fn sweep_expired(&self, queue: &str) -> Result<Swept> {
+        self.run(None, async |cx| sweep_expired(cx, queue).await)
+    }
 }
 
 #[cfg(test)]

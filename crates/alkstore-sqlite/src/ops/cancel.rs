@@ -2,9 +2,10 @@
 //! interrupt and records no dead row; the holder's next handle op finds the
 //! row gone and returns false.
 
-use alkstore_core::Result;
+use alkstore_core::{CancelOps, Result, Tx};
 use rusqlite::{params, Connection};
 
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
 /// `cancel`: a live (pending or processing) row of this queue goes away.
@@ -14,4 +15,10 @@ pub(crate) const CANCEL: &str = "DELETE FROM __alkstore_jobs WHERE id = ?1 AND q
 pub(crate) fn cancel(conn: &Connection, queue: &str, id: i64) -> Result<bool> {
     let changed = conn.prepare_cached(CANCEL).and_then(|mut s| s.execute(params![id, queue])).db()?;
     Ok(changed == 1)
+}
+
+impl CancelOps for SqliteEngine {
+    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
+        self.write(tx, |c, _| cancel(c, queue, id))
+    }
 }

@@ -14,10 +14,11 @@
 //!   bound `now`: exhausted lapsed rows to dead, then [`CLAIM`] over the
 //!   union of the ready and leased candidate scans.
 
-use alkstore_core::{Claimed, Error, Result};
+use alkstore_core::{ClaimOps, Claimed, Error, Result};
 use rusqlite::{params, Connection, Params};
 
 use crate::conn::{atomic, now, Scope};
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 use crate::rows;
 
@@ -196,4 +197,11 @@ fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+impl ClaimOps for SqliteEngine {
+    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| claim(c, offset, queue, worker_id, n))
+    }
 }

@@ -1,9 +1,10 @@
 //! `enqueue` / `enqueue_many`: stamping the queue's options onto new rows.
 
-use alkstore_core::{NewJob, QueueOpts, ReadyAt, Result};
+use alkstore_core::{EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, Scope};
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
 /// One new job. `?8` offset, `?9` absolute run_at or NULL, `?10` delay,
@@ -55,4 +56,11 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
     ])
     .db()?;
     Ok(conn.last_insert_rowid())
+}
+
+impl EnqueueOps for SqliteEngine {
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        let offset = self.offset();
+        self.write(tx, |c, scope| enqueue(c, scope, offset, queue, opts, jobs))
+    }
 }

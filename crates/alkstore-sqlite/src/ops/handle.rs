@@ -2,10 +2,11 @@
 //! release. Every one applies the validity predicate in the same statement
 //! that writes, so a stale, lapsed or cancelled handle changes nothing.
 
-use alkstore_core::{Claimed, Error, Result};
+use alkstore_core::{Claimed, Error, HandleOps, Result, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, now, Scope};
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
 /// The validity predicate of every handle op, `now` computed in-statement.
@@ -139,4 +140,31 @@ fn to_dead(conn: &Connection, scope: Scope, offset: i64, job: &Claimed, error: &
         }
         Ok(true)
     })
+}
+
+impl HandleOps for SqliteEngine {
+    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize> {
+        let offset = self.offset();
+        self.write(tx, |c, scope| ack(c, scope, offset, jobs))
+    }
+
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
+        let offset = self.offset();
+        self.write(tx, |c, _| retry(c, offset, job, delay_s))
+    }
+
+    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {
+        let offset = self.offset();
+        self.write(tx, |c, scope| fail(c, scope, offset, job, error))
+    }
+
+    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| heartbeat(c, offset, job, extend_s))
+    }
+
+    fn release(&self, job: &Claimed) -> Result<bool> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| release(c, offset, job))
+    }
 }

@@ -2,7 +2,10 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`. `engine.rs` only routes each `Engine` method to one of them.
+//! `streams`. Each file implements the core trait of its concept
+//! (`EnqueueOps`, `ClaimOps`, `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`,
+//! `LockOps`, `ScheduleOps`, `StreamOps`) for the engine, right below its
+//! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
 //! with the SQL it runs, one named statement per step, then the functions
@@ -20,9 +23,8 @@
 //! so every statement of one transaction judges against the same instant — a
 //! move-to-dead must never insert one set of rows and delete another).
 //!
-//! Adding an operation: its statements and function in the file of its
-//! concept, one routing line in `engine.rs`, and the same two steps in the
-//! Postgres engine.
+//! Adding an operation: its statement, function and trait method in the file
+//! of its concept, and the same in the Postgres engine (docs/architecture.md).
 
 // The move to dead, shared by the claim (exhaustion), the handle ops (fail,
 // retry at budget) and the sweep. Defined before the modules that use it.

@@ -3,10 +3,11 @@
 //! (SPEC §5: when a queue gains claimable work without a commit). Outside a
 //! caller transaction they run on the reader connection.
 
-use alkstore_core::{Job, QueueStats, Result};
+use alkstore_core::{Job, QueueStats, ReadOps, Result, Tx};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::conn::now;
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 use crate::rows;
 
@@ -145,4 +146,32 @@ pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<O
         .and_then(|mut s| s.query_row(rusqlite::params![queue, now], |r| r.get(0)).optional())
         .db()
         .map(Option::flatten)
+}
+
+impl ReadOps for SqliteEngine {
+    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
+        self.read(tx, |c| get_job(c, queue, id))
+    }
+
+    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.conns.with_reader(|c| dead_jobs(c, queue, limit, before_id))
+    }
+
+    fn stats(&self, queue: &str) -> Result<QueueStats> {
+        let offset = self.offset();
+        self.conns.with_reader(|c| stats(c, offset, queue))
+    }
+
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
+        self.conns.with_reader(|c| live_jobs(c, queue, limit, before_id))
+    }
+
+    fn queue_names(&self) -> Result<Vec<String>> {
+        self.conns.with_reader(queue_names)
+    }
+
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+        let offset = self.offset();
+        self.conns.with_reader(|c| next_wake(c, offset, queue))
+    }
 }

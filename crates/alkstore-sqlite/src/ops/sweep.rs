@@ -3,10 +3,11 @@
 //! serialise on the file's write lock, and the second finds nothing left to
 //! move, so no row is ever moved twice or stranded.
 
-use alkstore_core::{Error, Result, Swept};
+use alkstore_core::{Error, Result, SweepOps, Swept};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, now, Scope};
+use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 
 /// The sweep predicate: every live row of `?1` at or past its expiry `?2`
@@ -41,4 +42,11 @@ pub(crate) fn sweep_expired(conn: &Connection, offset: i64, queue: &str) -> Resu
         let purged = exec(PURGE)?;
         Ok(Swept { expired: moved as i64, purged: purged as i64 })
     })
+}
+
+impl SweepOps for SqliteEngine {
+    fn sweep_expired(&self, queue: &str) -> Result<Swept> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| sweep_expired(c, offset, queue))
+    }
 }

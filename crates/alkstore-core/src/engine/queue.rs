@@ -1,0 +1,84 @@
+//! Queue storage, one trait per operation family. Each engine implements
+//! each trait in its ops file of the same name (`ops/enqueue.rs`,
+//! `ops/claim.rs`, …), next to the statements it runs, so adding a queue
+//! operation touches the trait here and one file per engine — no routing
+//! table in between.
+
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::Tx;
+use crate::error::Result;
+
+/// Adds jobs (SPEC §4.1); `ops/enqueue.rs` in each engine.
+pub trait EnqueueOps {
+    /// Inserts `jobs` (never empty) into `queue` stamped with `opts`, all in
+    /// one transaction; returns their ids in order.
+    fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
+}
+
+/// Takes jobs (SPEC §4.2); `ops/claim.rs` in each engine.
+pub trait ClaimOps {
+    /// Claims up to `n` (`1..=1000`) jobs (SPEC §4.2): exhausted lapsed rows
+    /// move to dead first, then one index-matched claim statement. Any
+    /// order: the Store sorts them into claim order.
+    fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>>;
+}
+
+/// What a claim's holder does with it (SPEC §4.3); `ops/handle.rs` in each engine.
+pub trait HandleOps {
+    /// Deletes every handle (never empty) that passes the validity
+    /// predicate, in one transaction; returns how many landed.
+    fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
+
+    /// Back to pending, ready `delay_s` seconds from now (resolved by the
+    /// Store; a spent budget goes to [`HandleOps::fail`] instead). False when
+    /// the handle is not valid.
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool>;
+
+    /// Straight to dead with `error` (`job.fail`, and a retry past the
+    /// budget). False when the handle is not valid.
+    fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool>;
+
+    /// `deadline := now + extend_s` for a valid handle; returns the new deadline.
+    fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>>;
+
+    /// Back to pending now, refunding the attempt (not the claim token).
+    fn release(&self, job: &Claimed) -> Result<bool>;
+}
+
+/// Another party deletes a live row (SPEC §4.4); `ops/cancel.rs` in each engine.
+pub trait CancelOps {
+    /// Deletes a pending or processing row of `queue`.
+    fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool>;
+}
+
+/// Reads of one queue and of the store (SPEC §7); `ops/reads.rs` in each engine.
+pub trait ReadOps {
+    /// A live or dead row of `queue`.
+    fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>>;
+
+    /// Dead rows of `queue`, newest id first, ids below `before_id` when given.
+    fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
+
+    /// Counts for `queue`.
+    fn stats(&self, queue: &str) -> Result<QueueStats>;
+
+    /// Live (pending and processing) rows of `queue`, newest id first, ids
+    /// below `before_id` when given (ADR 0007: for operators, not the hot path).
+    fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
+
+    /// Every distinct queue name with a live or a dead row, sorted, the
+    /// engine-owned outbox queues included (ADR 0007). A scan for operators
+    /// (`alkstore stats URL`), never on a hot path.
+    fn queue_names(&self) -> Result<Vec<String>>;
+
+    /// The earliest instant after `now` at which `queue` gains claimable work
+    /// without a commit: the earliest future `run_at` of a pending row or the
+    /// earliest deadline of a processing row. `None` when there is neither.
+    fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
+}
+
+/// Expiry and retention (SPEC §5); `ops/sweep.rs` in each engine.
+pub trait SweepOps {
+    /// Expired rows to dead, retention purge of dead rows; atomic per queue.
+    fn sweep_expired(&self, queue: &str) -> Result<Swept>;
+}
