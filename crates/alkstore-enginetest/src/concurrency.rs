@@ -8,20 +8,12 @@ use alkstore_core::{NewJob, QueueOpts, Result, Store};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __concurrency_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; concurrency {
-            handles_claim_each_job_exactly_once,
-            threads_sharing_one_handle_claim_each_job_once,
-            concurrent_sweeps_never_double_move,
-            concurrent_reclaims_and_exhaustion_are_exactly_once,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __concurrency_cases { ($harness:ty) => { $crate::__cases! { $harness; concurrency {
+    handles_claim_each_job_exactly_once, threads_sharing_one_handle_claim_each_job_once,
+    concurrent_sweeps_never_double_move, concurrent_reclaims_and_exhaustion_are_exactly_once,
+} } } }
 
 const THREADS: usize = 4;
 const PER_THREAD: usize = 500;

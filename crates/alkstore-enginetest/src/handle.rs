@@ -8,25 +8,15 @@ use alkstore_core::{backoff_range, JobState, NewJob, QueueOpts, QueueStats, Stop
 use crate::queue::names;
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __handle_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; handle {
-            a_stale_handle_is_fenced,
-            heartbeat_is_absolute_and_late_heartbeat_is_refused,
-            retry_goes_back_to_pending_then_dead_at_budget,
-            retry_delay_is_explicit_or_the_core_curve,
-            fail_moves_to_dead_keeping_every_field,
-            release_refunds_the_attempt_not_the_token,
-            cancel_then_ack_is_false,
-            ack_batch_counts_only_valid_handles,
-            handle_lock_and_wait_arguments_are_bounded,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; handle {
+    a_stale_handle_is_fenced, heartbeat_is_absolute_and_late_heartbeat_is_refused,
+    retry_goes_back_to_pending_then_dead_at_budget, retry_delay_is_explicit_or_the_core_curve,
+    fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
+    cancel_then_ack_is_false, ack_batch_counts_only_valid_handles,
+    handle_lock_and_wait_arguments_are_bounded,
+} } } }
 
 /// A reclaim after a lapse eats an attempt and fences the old handle.
 pub fn a_stale_handle_is_fenced<H: Harness>(db: &Db<H>) -> TestResult {

@@ -4,18 +4,11 @@ use alkstore_core::{Error, Result};
 
 use crate::{Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __locks_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; locks {
-            lock_lease_rules,
-            a_lapsed_lease_is_not_renewed_even_when_nobody_took_it,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __locks_cases { ($harness:ty) => { $crate::__cases! { $harness; locks {
+    lock_lease_rules, a_lapsed_lease_is_not_renewed_even_when_nobody_took_it,
+} } } }
 
 /// Whether the lock was refused as held by another owner.
 fn held(r: Result<()>) -> bool {

@@ -4,28 +4,16 @@ use alkstore_core::{Error, JobState, NewJob, QueueOpts, ReadyAt, MAX_DURATION_S,
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __queue_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; queue {
-            claims_follow_priority_then_fifo,
-            claim_stamps_the_row,
-            queues_are_separate,
-            delayed_jobs_wait_for_the_clock,
-            enqueue_many_returns_ids_in_order_and_stamps_options,
-            payload_text_round_trips_byte_identically,
-            ids_are_never_reused,
-            ids_are_never_reused_after_dead_rows_are_purged,
-            reclaims_compete_with_ready_rows_in_claim_order,
-            a_lapsed_lease_in_another_queue_does_not_matter,
-            exhaustion_by_reclaim_moves_to_dead,
-            enqueue_refuses_durations_and_instants_past_the_bound,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __queue_cases { ($harness:ty) => { $crate::__cases! { $harness; queue {
+    claims_follow_priority_then_fifo, claim_stamps_the_row, queues_are_separate,
+    delayed_jobs_wait_for_the_clock, enqueue_many_returns_ids_in_order_and_stamps_options,
+    payload_text_round_trips_byte_identically, ids_are_never_reused,
+    ids_are_never_reused_after_dead_rows_are_purged, reclaims_compete_with_ready_rows_in_claim_order,
+    a_lapsed_lease_in_another_queue_does_not_matter, exhaustion_by_reclaim_moves_to_dead,
+    enqueue_refuses_durations_and_instants_past_the_bound,
+} } } }
 
 /// Priority first, then FIFO, for single claims and batches; other queues untouched.
 pub fn claims_follow_priority_then_fifo<H: Harness>(db: &Db<H>) -> TestResult {

@@ -5,22 +5,13 @@ use alkstore_core::{JobState, NewJob, QueueOpts, QueueStats, ReadyAt};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __reads_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; reads {
-            get_job_sees_live_and_dead_rows_of_its_queue_only,
-            dead_jobs_page_newest_first,
-            stats_follow_the_spec_definitions,
-            queue_names_lists_live_and_dead_queues_once_sorted,
-            live_jobs_pages_pending_and_processing_rows_newest_first,
-            now_moves_with_advance_clock,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __reads_cases { ($harness:ty) => { $crate::__cases! { $harness; reads {
+    get_job_sees_live_and_dead_rows_of_its_queue_only, dead_jobs_page_newest_first,
+    stats_follow_the_spec_definitions, queue_names_lists_live_and_dead_queues_once_sorted,
+    live_jobs_pages_pending_and_processing_rows_newest_first, now_moves_with_advance_clock,
+} } } }
 
 pub fn get_job_sees_live_and_dead_rows_of_its_queue_only<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;

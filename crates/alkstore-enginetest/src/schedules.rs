@@ -8,20 +8,12 @@ use alkstore_core::{NewSchedule, ScheduleRow, Store, TickReport};
 
 use crate::{Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __schedules_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; schedules {
-            upsert_keeps_the_boundary_for_the_same_interval,
-            tick_fires_due_boundaries_with_the_row_stamps,
-            catch_up_is_capped,
-            rogue_tickers_fire_each_boundary_once,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __schedules_cases { ($harness:ty) => { $crate::__cases! { $harness; schedules {
+    upsert_keeps_the_boundary_for_the_same_interval, tick_fires_due_boundaries_with_the_row_stamps,
+    catch_up_is_capped, rogue_tickers_fire_each_boundary_once,
+} } } }
 
 /// One tick: core's loop over the engine's due schedules, as the runner
 /// calls it (the front has no tick of its own).

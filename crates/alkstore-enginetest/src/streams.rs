@@ -5,19 +5,12 @@ use std::time::Duration;
 
 use crate::{Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __streams_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; streams {
-            publish_read_offsets_trim,
-            rolled_back_publish_leaves_no_gap,
-            second_publisher_waits_for_the_first_commit,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __streams_cases { ($harness:ty) => { $crate::__cases! { $harness; streams {
+    publish_read_offsets_trim, rolled_back_publish_leaves_no_gap,
+    second_publisher_waits_for_the_first_commit,
+} } } }
 
 pub fn publish_read_offsets_trim<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;

@@ -5,20 +5,12 @@ use alkstore_core::{JobState, NewJob, QueueOpts, Swept};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __sweep_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; sweep {
-            sweep_moves_expired_rows_and_purges_by_retention,
-            a_zero_retention_purges_in_the_same_sweep,
-            expired_rows_are_not_claimable,
-            boundaries_are_exact_to_the_second,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __sweep_cases { ($harness:ty) => { $crate::__cases! { $harness; sweep {
+    sweep_moves_expired_rows_and_purges_by_retention, a_zero_retention_purges_in_the_same_sweep,
+    expired_rows_are_not_claimable, boundaries_are_exact_to_the_second,
+} } } }
 
 /// Expired pending and processing rows go to dead as 'expired'; the holder
 /// of an expired row keeps a valid handle until the sweep.

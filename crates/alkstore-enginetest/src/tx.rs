@@ -7,26 +7,16 @@ use alkstore_core::{Error, JobState, Result, SqlRow, SqlValue, Store, Tx};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __tx_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; tx {
-            commit_lands_business_write_and_jobs_together,
-            rollback_leaves_nothing,
-            dropping_an_open_transaction_rolls_back_and_frees_the_writer,
-            a_transaction_begun_before_close_lands_nothing,
-            handle_ops_in_a_transaction_land_only_on_commit,
-            a_failed_statement_dooms_the_transaction,
-            a_statement_that_ends_the_transaction_is_refused,
-            a_foreign_or_other_store_transaction_is_refused,
-            a_transaction_can_move_between_threads,
-            the_caller_check_sees_a_transaction_of_this_thread,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __tx_cases { ($harness:ty) => { $crate::__cases! { $harness; tx {
+    commit_lands_business_write_and_jobs_together, rollback_leaves_nothing,
+    dropping_an_open_transaction_rolls_back_and_frees_the_writer,
+    a_transaction_begun_before_close_lands_nothing, handle_ops_in_a_transaction_land_only_on_commit,
+    a_failed_statement_dooms_the_transaction, a_statement_that_ends_the_transaction_is_refused,
+    a_foreign_or_other_store_transaction_is_refused, a_transaction_can_move_between_threads,
+    the_caller_check_sees_a_transaction_of_this_thread,
+} } } }
 
 /// Creates table `name` (id, unique user_id) in its own transaction; returns its SQL name.
 fn make_orders<H: Harness>(db: &Db<H>, name: &str) -> TestResult<String> {

@@ -7,20 +7,12 @@ use alkstore_core::{EngineOptions, NewJob, ReadyAt, StopToken, WaitSpec, WakeHub
 
 use crate::{job, opts, Db, Harness, TestResult};
 
-/// This domain's cases, each a `#[test]` of the engine that expands
-/// [`crate::conformance!`]. A new case is a function below plus its name here.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __wake_cases {
-    ($harness:ty) => {
-        $crate::__cases! { $harness; wake {
-            next_wake_is_the_earliest_future_ready_time_or_lease_end,
-            commits_wake_the_hub_and_rollbacks_do_not,
-            a_waiting_claim_is_woken_by_another_stores_commit,
-            a_stopped_caller_claims_nothing_whatever_the_timeout,
-        } }
-    };
-}
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __wake_cases { ($harness:ty) => { $crate::__cases! { $harness; wake {
+    next_wake_is_the_earliest_future_ready_time_or_lease_end, commits_wake_the_hub_and_rollbacks_do_not,
+    a_waiting_claim_is_woken_by_another_stores_commit, a_stopped_caller_claims_nothing_whatever_the_timeout,
+} } } }
 
 /// Waits up to `within` for `hub` to move past `seen`.
 fn bumped(hub: &WakeHub, seen: u64, within: Duration) -> bool {

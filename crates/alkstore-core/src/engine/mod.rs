@@ -20,8 +20,9 @@
 //!   ([`crate::schedule::tick`]); the engine supplies the due list and the
 //!   atomic fire-and-advance primitive.
 //!
-//! The Store also enforces the closed-store and one-transaction-per-thread
-//! rules. Every method that takes `tx` runs inside the caller's transaction
+//! The Store also enforces the closed-store rule (a transaction begun
+//! before `close` runs and commits nothing after it) and the
+//! one-transaction-per-thread rule. Every method that takes `tx` runs inside the caller's transaction
 //! when it is `Some` (the engine downcasts it to its own type with
 //! [`Tx::as_any_mut`]) and in its own short transaction otherwise.
 

@@ -51,7 +51,7 @@ pub trait CancelOps {
     fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool>;
 }
 
-/// Reads of one queue and of the store (SPEC §7); `ops/reads.rs` in each engine.
+/// Reads of one queue and of the store (SPEC §4.4); `ops/reads.rs` in each engine.
 pub trait ReadOps {
     /// A live or dead row of `queue`.
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>>;
@@ -77,7 +77,7 @@ pub trait ReadOps {
     fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
 }
 
-/// Expiry and retention (SPEC §5); `ops/sweep.rs` in each engine.
+/// Expiry and retention (SPEC §4.4, §4.6); `ops/sweep.rs` in each engine.
 pub trait SweepOps {
     /// Expired rows to dead, retention purge of dead rows; atomic per queue.
     fn sweep_expired(&self, queue: &str) -> Result<Swept>;
