@@ -20,6 +20,7 @@ pub mod concurrency;
 pub mod handle;
 mod harness;
 pub mod locks;
+pub mod migrations;
 pub mod queue;
 pub mod reads;
 pub mod schedules;

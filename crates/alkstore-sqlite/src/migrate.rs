@@ -106,26 +106,10 @@ fn refuse_newer(version: i64) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// Migration N is `src/migrations/000N_*.sql` and `MIGRATIONS[N - 1]`:
-    /// every file is listed, in order, with no gap, and the schema version is
-    /// the last number.
     #[test]
-    fn migration_files_are_numbered_one_to_n() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    fn migration_files_are_numbered_one_to_n() -> alkstore_enginetest::TestResult {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(&dir)? {
-            files.push(entry?.file_name().into_string().map_err(|n| format!("not UTF-8: {n:?}"))?);
-        }
-        files.sort();
-        assert_eq!(files.len(), MIGRATIONS.len(), "{files:?}");
-        for (i, (file, (n, sql))) in files.iter().zip(MIGRATIONS).enumerate() {
-            let want = i64::try_from(i)? + 1;
-            assert_eq!(*n, want, "{file}");
-            assert!(file.starts_with(&format!("{want:04}_")) && file.ends_with(".sql"), "{file}");
-            assert_eq!(std::fs::read_to_string(dir.join(file))?, *sql, "{file} is not migration {want}");
-        }
-        assert_eq!(SCHEMA_VERSION, i64::try_from(MIGRATIONS.len())?);
-        Ok(())
+        alkstore_enginetest::migrations::numbered_one_to_n(&dir, MIGRATIONS, SCHEMA_VERSION)
     }
 
     /// id, worker_id, deadline, claimed_at.
