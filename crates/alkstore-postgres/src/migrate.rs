@@ -14,13 +14,26 @@ use crate::error::pg_error;
 use crate::ops::quote_ident;
 
 /// The migrations this build knows, in order: migration N is
-/// `migrations/000N_*.sql`; `__SCHEMA__` stands for the quoted schema.
+/// `migrations/000N_*.sql`, with the placeholders [`render`] fills in.
 /// Never edit a released one: add the next number instead.
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
+    (4, include_str!("migrations/0004_enqueue_function.sql")),
 ];
+
+/// A migration's text for `schema` (`quoted`: as an identifier): the schema,
+/// the store's notification channel, and the bounds the SQL enqueue function
+/// checks, taken from core so SQL producers meet the same rules as Python.
+fn render(sql: &str, schema: &str, quoted: &str) -> String {
+    sql.replace("__SCHEMA__", quoted)
+        .replace("__CHANNEL__", &crate::wake::channel(schema))
+        .replace("__MAX_NAME_CHARS__", &alkstore_core::rules::names::MAX_NAME_CHARS.to_string())
+        .replace("__RESERVED_PREFIX__", alkstore_core::RESERVED_PREFIX)
+        .replace("__MAX_DURATION_S__", &alkstore_core::MAX_DURATION_S.to_string())
+        .replace("__MAX_PAYLOAD_BYTES__", &alkstore_core::OpenOptions::default().max_payload_bytes.to_string())
+}
 
 /// The schema version this build writes: the last migration's number. A
 /// store with a higher one was written by a newer alkstore and is refused.
@@ -83,7 +96,7 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
         return tx.commit().await.map_err(pg);
     }
     for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
-        tx.batch_execute(&sql.replace("__SCHEMA__", &quoted)).await.map_err(|e| {
+        tx.batch_execute(&render(sql, schema, &quoted)).await.map_err(|e| {
             let mut err = pg_error(&e);
             if let Error::Database { message, .. } = &mut err {
                 *message = format!("migration {version:04} failed: {message}");

@@ -1,0 +1,186 @@
+//! The SQL enqueue function (SPEC §17, migration 0004): called from raw SQL
+//! and from a trigger, in the caller's transaction, validated with core's
+//! rules and messages, notifying like every other enqueue.
+
+mod common;
+
+use std::time::Duration;
+
+use alkstore_core::{
+    Error, JobState, NewJob, OpenOptions, QueueOpts, ReadyAt, StopToken, Store, WaitSpec, MAX_DURATION_S,
+};
+use common::{job, raw_client, TestDb, TestResult};
+use tokio_postgres::Client;
+
+/// Runs `sql` on `c` and returns the one bigint it selects.
+fn one_id(c: &Client, sql: &str) -> Result<i64, Box<dyn std::error::Error>> {
+    Ok(alkstore_postgres::block_on(c.query_one(sql, &[]))??.get(0))
+}
+
+/// The SQLSTATE and message of `sql`'s error, which it must raise.
+fn refusal(c: &Client, sql: &str) -> Result<(String, String), Box<dyn std::error::Error>> {
+    let e = alkstore_postgres::block_on(c.batch_execute(sql))?.err().ok_or_else(|| format!("accepted: {sql}"))?;
+    let db = e.as_db_error().ok_or_else(|| format!("not a server error: {e}"))?;
+    Ok((db.code().code().to_owned(), db.message().to_owned()))
+}
+
+/// The queue-option stamps of row `id`: visibility timeout, backoff base, dead retention.
+fn stamps(c: &Client, schema: &str, id: i64) -> Result<(i64, f64, Option<i64>), Box<dyn std::error::Error>> {
+    let sql = format!(
+        r#"SELECT visibility_timeout_s::int8, backoff_base_s::float8, dead_retention_s::int8 FROM "{schema}".jobs WHERE id = $1"#
+    );
+    let row = alkstore_postgres::block_on(c.query_one(&sql, &[&id]))??;
+    Ok((row.get(0), row.get(1), row.get(2)))
+}
+
+#[test]
+fn named_arguments_and_defaults_stamp_the_job_like_the_front() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    let id = one_id(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'emails', payload => '{{"to": "a@b"}}'::jsonb)"#))?;
+    let j = db.engine.get_job(None, "emails", id)?.ok_or("the job")?;
+    let d = QueueOpts::default();
+    assert_eq!((j.state, j.priority, j.attempts, j.max_attempts), (JobState::Pending, 0, 0, d.max_attempts));
+    assert_eq!((j.run_at, j.expires_at), (j.enqueued_at, None));
+    assert_eq!(j.payload, r#"{"to": "a@b"}"#);
+    assert_eq!(stamps(&c, s, id)?, (d.visibility_timeout_s, d.backoff_base_s, None));
+
+    let later = one_id(
+        &c,
+        &format!(
+            r#"SELECT "{s}".enqueue(queue => 'emails', payload => 'null', delay_s => 60, priority => 7,
+               max_attempts => 9, expires_s => 3600, visibility_timeout_s => 30, backoff_base_s => 0.5)"#
+        ),
+    )?;
+    let j = db.engine.get_job(None, "emails", later)?.ok_or("the delayed job")?;
+    assert_eq!((j.priority, j.max_attempts), (7, 9));
+    assert_eq!(stamps(&c, s, later)?, (30, 0.5, None));
+    assert_eq!((j.run_at - j.enqueued_at, j.expires_at.map(|e| e - j.enqueued_at)), (60, Some(3600)));
+    assert_eq!(j.payload, "null");
+
+    // Claimable as any job: the ready one now, the delayed one after its delay.
+    let store = Store::new(db.reopen()?, OpenOptions::default());
+    assert_eq!(store.claim("emails", "w", 10)?.iter().map(|c| c.id).collect::<Vec<_>>(), [id]);
+    store.advance_clock(61)?;
+    assert_eq!(store.claim("emails", "w", 10)?.iter().map(|c| c.id).collect::<Vec<_>>(), [later]);
+    Ok(())
+}
+
+#[test]
+fn bad_arguments_raise_22023_with_the_front_s_message_and_write_nothing() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    let store = Store::new(db.reopen()?, OpenOptions::default());
+    // The queue's name is checked where the binding makes a queue handle.
+    let front = |queue: &str, opts: QueueOpts, j: NewJob| match alkstore_core::validate_name("queue", queue)
+        .and_then(|()| store.enqueue(None, queue, &opts, &[j]))
+    {
+        Err(Error::Value(m)) => m,
+        Err(e @ Error::InvalidName { .. }) => e.to_string(),
+        other => format!("not refused: {other:?}"),
+    };
+    let d = QueueOpts::default;
+    let too_long = MAX_DURATION_S + 1;
+    // (the function's arguments, the front's message for the same input,
+    // written with the SQL argument's name)
+    let cases: Vec<(String, String)> = vec![
+        ("queue => ''".into(), front("", d(), job("{}"))),
+        (format!("queue => '{}'", "x".repeat(201)), front(&"x".repeat(201), d(), job("{}"))),
+        ("queue => '__alkstore_x'".into(), front("__alkstore_x", d(), job("{}"))),
+        ("queue => 'q', max_attempts => 0".into(), front("q", QueueOpts { max_attempts: 0, ..d() }, job("{}"))),
+        (
+            "queue => 'q', visibility_timeout_s => 0".into(),
+            front("q", QueueOpts { visibility_timeout_s: 0, ..d() }, job("{}")),
+        ),
+        (
+            format!("queue => 'q', visibility_timeout_s => {too_long}"),
+            front("q", QueueOpts { visibility_timeout_s: too_long, ..d() }, job("{}")),
+        ),
+        ("queue => 'q', backoff_base_s => -1".into(), front("q", QueueOpts { backoff_base_s: -1.0, ..d() }, job("{}"))),
+        (
+            "queue => 'q', delay_s => -1".into(),
+            front("q", d(), NewJob { ready: ReadyAt::Delay(-1), ..job("{}") }).replace("delay", "delay_s"),
+        ),
+        (
+            format!("queue => 'q', delay_s => {too_long}"),
+            front("q", d(), NewJob { ready: ReadyAt::Delay(too_long), ..job("{}") }).replace("delay", "delay_s"),
+        ),
+        (
+            format!("queue => 'q', expires_s => {too_long}"),
+            front("q", d(), NewJob { expires_s: Some(too_long), ..job("{}") }).replace("expires", "expires_s"),
+        ),
+        (
+            format!("queue => 'q', payload => to_jsonb(repeat('x', {}))", 1 << 20),
+            front("q", d(), job(&format!("\"{}\"", "x".repeat(1 << 20)))),
+        ),
+    ];
+    for (args, message) in &cases {
+        assert!(!message.starts_with("not refused"), "{args}: the front accepted it: {message}");
+        let args = if args.contains("payload") { args.clone() } else { format!("{args}, payload => '{{}}'") };
+        let (code, got) = refusal(&c, &format!(r#"SELECT "{s}".enqueue({args})"#))?;
+        assert_eq!((code.as_str(), got.as_str()), ("22023", message.as_str()), "{args}");
+    }
+    let (code, got) = refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'q', payload => NULL)"#))?;
+    assert_eq!(code, "22023");
+    assert!(got.starts_with("payload must not be NULL"), "{got}");
+    let (code, _) =
+        refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'q', payload => '{{}}', unique_key => 'k')"#))?;
+    assert_eq!(code, "0A000", "unique jobs arrive with SPEC §18; until then the key is refused, not ignored");
+    assert!(db.engine.queue_names()?.is_empty(), "nothing was written");
+    Ok(())
+}
+
+#[test]
+fn a_trigger_enqueues_in_the_business_transaction() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    alkstore_postgres::block_on(c.batch_execute(&format!(
+        r#"CREATE TABLE "{s}".orders (id bigserial PRIMARY KEY, email text NOT NULL);
+           CREATE FUNCTION "{s}".order_placed() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN
+               PERFORM "{s}".enqueue(queue => 'emails', payload => jsonb_build_object('order', NEW.id, 'to', NEW.email));
+               RETURN NEW;
+           END $$;
+           CREATE TRIGGER order_placed AFTER INSERT ON "{s}".orders FOR EACH ROW EXECUTE FUNCTION "{s}".order_placed();"#
+    )))??;
+    alkstore_postgres::block_on(
+        c.batch_execute(&format!(r#"BEGIN; INSERT INTO "{s}".orders (email) VALUES ('gone@x'); ROLLBACK;"#)),
+    )??;
+    assert_eq!(db.engine.stats("emails")?.pending, 0, "rolled back with the order");
+    alkstore_postgres::block_on(
+        c.batch_execute(&format!(r#"BEGIN; INSERT INTO "{s}".orders (email) VALUES ('a@b'); COMMIT;"#)),
+    )??;
+    let got = db.take("emails", "w")?;
+    let row = alkstore_postgres::block_on(c.query_one(
+        &format!(r#"SELECT o.id, o.email FROM "{s}".orders o WHERE $1::text::jsonb = jsonb_build_object('order', o.id, 'to', o.email)"#),
+        &[&got.payload],
+    ))??;
+    let (order, email): (i64, String) = (row.get(0), row.get(1));
+    assert_eq!((order, email.as_str()), (2, "a@b"), "the job names the committed order; the rolled-back one used id 1");
+    Ok(())
+}
+
+#[test]
+fn a_listening_claimer_wakes_when_the_caller_commits() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    // A long safety-net poll, so only the notification can explain a quick claim.
+    let store = Store::new(db.reopen()?, OpenOptions { poll_interval_s: 30.0, ..OpenOptions::default() });
+    let never = || false;
+    let stop = StopToken::new();
+    let (claimed, id) = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| {
+            let spec = WaitSpec { timeout: Some(Duration::from_secs(20)), stops: &[&stop], interrupted: &never };
+            store.claim_wait("emails", "w", 1, &spec)
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let id = one_id(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'emails', payload => '{{}}')"#));
+        (waiter.join().map_err(|_| "waiter panicked"), id)
+    });
+    assert_eq!(claimed??.iter().map(|c| c.id).collect::<Vec<_>>(), [id?]);
+    Ok(())
+}
