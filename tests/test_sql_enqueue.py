@@ -1,0 +1,89 @@
+"""The Postgres SQL enqueue function from the application's own psycopg connection (SPEC §17).
+
+`<schema>.enqueue(queue => ..., payload => ...)` runs in the caller's transaction:
+the job exists exactly when that transaction commits, and a LISTENing claimer wakes
+then. Its Rust tests (crates/alkstore-postgres/tests/sql_enqueue.rs) pin every
+refusal to the Store's message; these pin the Python side of the same contract.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+from psycopg.types.json import Jsonb
+
+import alkstore
+from tests.conftest import PG_URL, Target
+
+
+@pytest.fixture
+def engine() -> str:
+    """Overrides the conftest's engine parameter: the SQL function is Postgres-only."""
+    return "postgres"
+
+
+def enqueue_sql(target: Target) -> str:
+    return f'SELECT "{target.schema}".enqueue(queue => %s, payload => %s, priority => %s)'
+
+
+def test_the_job_commits_with_the_callers_transaction(store: alkstore.Store, target: Target) -> None:
+    q = store.queue("emails")
+    orders = target.table("orders")
+    with psycopg.connect(PG_URL) as app:
+        app.execute(f"CREATE TABLE {orders} (id bigserial PRIMARY KEY, email text)")
+        app.commit()
+        with app.transaction():
+            app.execute(f"INSERT INTO {orders} (email) VALUES ('a@b')")
+            row = app.execute(enqueue_sql(target), ("emails", Jsonb({"to": "a@b"}), 5)).fetchone()
+            assert row is not None
+            job_id = row[0]
+            assert q.get_job(job_id) is None, "invisible until the caller commits"
+        job = q.claim("w")
+        assert job is not None and job.id == job_id
+        assert (job.payload, job.priority) == ({"to": "a@b"}, 5)
+        assert job.ack()
+
+        with pytest.raises(RuntimeError, match="changed my mind"), app.transaction():
+            app.execute(f"INSERT INTO {orders} (email) VALUES ('c@d')")
+            app.execute(enqueue_sql(target), ("emails", Jsonb({"to": "c@d"}), 0))
+            raise RuntimeError("changed my mind")
+    assert q.stats().pending == 0, "rolled back with the order"
+
+
+def test_a_waiting_claim_wakes_when_the_caller_commits(store: alkstore.Store, target: Target) -> None:
+    # A long poll interval, so only the notification can explain a prompt claim.
+    waiting = target.open(poll_interval_s=30.0)
+    q = waiting.queue("emails")
+    got: list[alkstore.JobHandle | None] = []
+    t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=20)))
+    t.start()
+    time.sleep(0.5)
+    with psycopg.connect(PG_URL) as app:
+        row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
+    t.join(timeout=25)
+    waiting.close()
+    assert row is not None
+    assert len(got) == 1 and got[0] is not None and got[0].id == row[0]
+
+
+def test_a_bad_argument_is_a_22023_error_and_writes_nothing(store: alkstore.Store, target: Target) -> None:
+    bad = pytest.raises(psycopg.errors.InvalidParameterValue, match="max_attempts must be >= 1, got 0")
+    with psycopg.connect(PG_URL, autocommit=True) as app, bad:
+        app.execute(
+            f'SELECT "{target.schema}".enqueue(queue => %s, payload => %s, max_attempts => 0)',
+            ("emails", Jsonb({})),
+        )
+    assert store.queues() == []
+
+
+def test_an_existing_store_gains_the_function_when_it_upgrades(store: alkstore.Store, target: Target) -> None:
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'DROP FUNCTION "{target.schema}".enqueue')
+        admin.execute(f"UPDATE \"{target.schema}\".meta SET value = '3' WHERE key = 'schema_version'")
+    target.open().close()
+    with psycopg.connect(PG_URL, autocommit=True) as app:
+        row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
+    assert row is not None and store.queue("emails").get_job(row[0]) is not None
