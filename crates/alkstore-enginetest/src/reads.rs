@@ -11,6 +11,7 @@ macro_rules! __reads_cases { ($harness:ty) => { $crate::__cases! { $harness; rea
     get_job_sees_live_and_dead_rows_of_its_queue_only, dead_jobs_page_newest_first,
     stats_follow_the_spec_definitions, queue_names_lists_live_and_dead_queues_once_sorted,
     live_jobs_pages_pending_and_processing_rows_newest_first, now_moves_with_advance_clock,
+    every_handle_shares_the_store_identity_and_no_other_store_does,
 } } } }
 
 pub fn get_job_sees_live_and_dead_rows_of_its_queue_only<H: Harness>(db: &Db<H>) -> TestResult {
@@ -131,5 +132,15 @@ pub fn now_moves_with_advance_clock<H: Harness>(db: &Db<H>) -> TestResult {
     assert!((1000..=1001).contains(&(b - a)));
     // Another handle on the same database keeps its own clock.
     assert!(db.reopen_engine()?.now()? < b);
+    Ok(())
+}
+
+/// ADR 0015: every handle on a store has its identity; another store has another.
+pub fn every_handle_shares_the_store_identity_and_no_other_store_does<H: Harness>(db: &Db<H>) -> TestResult {
+    let id = db.engine().store_id().to_owned();
+    assert!(id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{id:?}");
+    assert_eq!(db.reopen_engine()?.store_id(), id);
+    let other = H::fresh()?.ok_or("a second database")?;
+    assert_ne!(other.engine().store_id(), id);
     Ok(())
 }

@@ -56,6 +56,8 @@ pub struct PgEngine {
     /// Turned true by `close` to end the LISTEN task. Dropped only in the
     /// process that opened the store (see `Drop`).
     stop: ManuallyDrop<watch::Sender<bool>>,
+    /// The store's identity (ADR 0015).
+    store_id: String,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -70,7 +72,7 @@ impl PgEngine {
     pub fn open(url: &str, options: &PgOptions) -> Result<Self> {
         let exit = Exit::for_url(url);
         let shown = redact_url(url);
-        let Opened { rt, pool, config } = open::open_pool(url, &shown, options, &exit)?;
+        let Opened { rt, pool, config, store_id } = open::open_pool(url, &shown, options, &exit)?;
         Ok(PgEngine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             rt,
@@ -78,6 +80,7 @@ impl PgEngine {
             sql: Statements::new(&options.schema),
             offset: AtomicI64::new(0),
             exit,
+            store_id,
             url: shown,
             config,
             channel: wake::channel(&options.schema),
@@ -152,6 +155,10 @@ impl Engine for PgEngine {
         }
         wake::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
+    }
+
+    fn store_id(&self) -> &str {
+        &self.store_id
     }
 
     fn advance_clock(&self, seconds: i64) {

@@ -21,6 +21,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
     (4, include_str!("migrations/0004_enqueue_function.sql")),
+    (5, include_str!("migrations/0005_store_id.sql")),
 ];
 
 /// A migration's text for `schema` (`quoted`: as an identifier): the schema,
@@ -38,6 +39,15 @@ fn render(sql: &str, schema: &str, quoted: &str) -> String {
 /// The schema version this build writes: the last migration's number. A
 /// store with a higher one was written by a newer alkstore and is refused.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// The identity of the store in `schema` (migration 0005, ADR 0015), read once at open.
+pub async fn store_id(client: &ClientWrapper, schema: &str) -> Result<String> {
+    let sql = format!("SELECT value FROM {}.meta WHERE key = 'store_id'", quote_ident(schema));
+    let row = client.query_opt(&sql, &[]).await.map_err(|e| pg_error(&e))?;
+    let row =
+        row.ok_or_else(|| Error::database(None, format!("schema {schema} has no store_id row in its meta table")))?;
+    row.try_get(0).map_err(|e| pg_error(&e))
+}
 
 /// Brings `schema` to [`SCHEMA_VERSION`], or refuses a newer one.
 pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {

@@ -17,6 +17,8 @@ pub(crate) struct Opened {
     pub(crate) pool: Pool,
     /// For the LISTEN connection, which lives outside the pool.
     pub(crate) config: tokio_postgres::Config,
+    /// The store's identity (ADR 0015).
+    pub(crate) store_id: String,
 }
 
 /// Connects to `url` (`shown`: the same with its password masked) and brings
@@ -31,16 +33,20 @@ pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit
         let r = async {
             let mut conn = pool.get().await.map_err(|e| pool_error(&e))?;
             if options.common.must_exist {
-                migrate::check_existing(&conn, schema).await
+                migrate::check_existing(&conn, schema).await?;
             } else {
-                migrate::migrate(&mut conn, schema).await
+                migrate::migrate(&mut conn, schema).await?;
             }
+            migrate::store_id(&conn, schema).await
         };
         r.await.map_err(|e| at_open(shown, e))
     });
-    if let Err(e) = migrated {
-        pool.close();
-        return Err(e);
-    }
-    Ok(Opened { rt, pool, config })
+    let store_id = match migrated {
+        Ok(id) => id,
+        Err(e) => {
+            pool.close();
+            return Err(e);
+        }
+    };
+    Ok(Opened { rt, pool, config, store_id })
 }

@@ -23,16 +23,19 @@ pub(crate) struct SqliteEngine {
     /// For the wake watcher's own connection.
     path: String,
     watch_every: Duration,
+    /// The store's identity (ADR 0015).
+    store_id: String,
 }
 
 impl SqliteEngine {
     /// Wraps opened and migrated connections.
-    pub(crate) fn new(conns: Conns, path: &str, options: &SqliteOptions) -> Self {
+    pub(crate) fn new(conns: Conns, path: &str, options: &SqliteOptions, store_id: String) -> Self {
         SqliteEngine {
             conns,
             offset: AtomicI64::new(0),
             path: path.to_owned(),
             watch_every: Duration::from_millis(options.watch_interval_ms),
+            store_id,
         }
     }
 
@@ -87,6 +90,10 @@ impl Engine for SqliteEngine {
 
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
         crate::wake::start(&self.path, self.watch_every, hub, self.conns.closed.clone())
+    }
+
+    fn store_id(&self) -> &str {
+        &self.store_id
     }
 
     fn advance_clock(&self, seconds: i64) {

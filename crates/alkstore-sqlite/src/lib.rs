@@ -50,5 +50,6 @@ pub fn open(path: &str, options: &SqliteOptions) -> Result<Arc<dyn Engine>> {
     // warns (see `shared_file_protection`).
     let _ = filelocks::install();
     let conns = open::open_conns(path, options)?;
-    Ok(Arc::new(engine::SqliteEngine::new(conns, path, options)))
+    let store_id = conns.with_writer(migrate::store_id)?;
+    Ok(Arc::new(engine::SqliteEngine::new(conns, path, options, store_id)))
 }

@@ -14,6 +14,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
+    (4, include_str!("migrations/0004_store_id.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A
@@ -25,6 +26,14 @@ const META_EXISTS: &str = "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND 
 const READ_VERSION: &str = "SELECT value FROM __alkstore_meta WHERE key = 'schema_version'";
 const WRITE_VERSION: &str = "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
      ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+
+const READ_STORE_ID: &str = "SELECT value FROM __alkstore_meta WHERE key = 'store_id'";
+
+/// The store's identity (migration 0004, ADR 0015), read once at open.
+pub(crate) fn store_id(conn: &Connection) -> Result<String> {
+    let id: Option<String> = conn.query_row(READ_STORE_ID, [], |r| r.get(0)).optional().db()?;
+    id.ok_or_else(|| Error::database(None, "__alkstore_meta has no store_id row".to_owned()))
+}
 
 /// Brings the file to [`SCHEMA_VERSION`], or refuses a newer one.
 pub(crate) fn migrate(conn: &Connection) -> Result<()> {

@@ -75,6 +75,11 @@ pub trait Engine:
     /// `close`. Called once by [`crate::store::Store::new`].
     fn start_wakes(&self, hub: std::sync::Arc<crate::store::wake::WakeHub>) -> Result<()>;
 
+    /// The store's identity: a random id in its meta table, the same for
+    /// every handle on the store and different for every other store
+    /// (ADR 0015). A statement run on a caller's own connection checks it.
+    fn store_id(&self) -> &str;
+
     /// Shifts this handle's clock (tests only).
     fn advance_clock(&self, seconds: i64);
 
