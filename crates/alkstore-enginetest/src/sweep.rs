@@ -20,7 +20,9 @@ pub fn sweep_moves_expired_rows_and_purges_by_retention<H: Harness>(db: &Db<H>) 
     let keep_100 = QueueOpts { dead_letter_retention_s: Some(100), ..opts() };
     let p = db.put_job("q", &keep_100, NewJob { expires_s: Some(60), ..job("pending") })?;
     let h = db.put_job("q", &keep_forever, NewJob { expires_s: Some(60), ..job("held") })?;
-    let live = db.put_job("q", &opts(), NewJob { expires_s: Some(1000), ..job("live") })?;
+    // Below the others, so the two-job claim below takes "pending" and "held"
+    // whatever second the release lands in (a release moves run_at to now).
+    let live = db.put_job("q", &opts(), NewJob { priority: -1, expires_s: Some(1000), ..job("live") })?;
     let other = db.put_job("other", &opts(), NewJob { expires_s: Some(60), ..job("other") })?;
     let first = db.take("q", "w")?;
     assert_eq!(first.id, p);
