@@ -28,6 +28,7 @@
 
 pub mod locks;
 pub mod model;
+pub mod paramstyle;
 pub mod queue;
 pub mod schedules;
 pub mod sql;
