@@ -26,7 +26,8 @@ pub mod store;
 
 pub use engine::locks::LockOps;
 pub use engine::model::*;
-pub use engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
+pub use engine::paramstyle::{ParamStyle, Rendered};
+pub use engine::queue::{foreign_rows, CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
 pub use engine::streams::{Event, StreamOps};

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 
-use alkstore_core::{Error, JobState, Result, SqlRow, SqlValue, Store, Tx};
+use alkstore_core::{Error, JobState, NewJob, ParamStyle, QueueOpts, ReadyAt, Result, SqlRow, SqlValue, Store, Tx};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
@@ -16,6 +16,7 @@ macro_rules! __tx_cases { ($harness:ty) => { $crate::__cases! { $harness; tx {
     a_failed_statement_dooms_the_transaction, a_statement_that_ends_the_transaction_is_refused,
     a_foreign_or_other_store_transaction_is_refused, a_transaction_can_move_between_threads,
     the_caller_check_sees_a_transaction_of_this_thread,
+    a_foreign_enqueue_lands_only_with_the_callers_commit_and_wakes, a_foreign_enqueue_for_another_store_writes_nothing,
 } } } }
 
 /// Creates table `name` (id, unique user_id) in its own transaction; returns its SQL name.
@@ -239,5 +240,92 @@ pub fn the_caller_check_sees_a_transaction_of_this_thread<H: Harness>(db: &Db<H>
     s.check_caller()?;
     s.close();
     assert!(matches!(s.check_caller(), Err(Error::StoreClosed)));
+    Ok(())
+}
+
+/// The placeholder style of this engine's own caller SQL, to run a foreign
+/// statement (ADR 0015) on a transaction of another handle, as a caller's
+/// connection would.
+fn native(s: &Store) -> ParamStyle {
+    if s.engine_kind() == "sqlite" {
+        ParamStyle::Qmark
+    } else {
+        ParamStyle::Dollar
+    }
+}
+
+/// The ids a foreign statement returned (the first column of each row).
+fn ids(rows: &[SqlRow]) -> TestResult<Vec<i64>> {
+    rows.iter()
+        .map(|r| match r.first() {
+            Some((_, SqlValue::Int(id))) => Ok(*id),
+            other => Err(format!("not an id: {other:?}").into()),
+        })
+        .collect()
+}
+
+/// ADR 0015: the foreign statement, run on another connection, makes the
+/// same rows as `enqueue`, exactly when that connection's transaction commits,
+/// and wakes waiters then.
+pub fn a_foreign_enqueue_lands_only_with_the_callers_commit_and_wakes<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let hub = s.wakes()?;
+    let caller = db.reopen()?;
+    let q = QueueOpts { visibility_timeout_s: 45, dead_letter_retention_s: Some(100), ..opts() };
+    let jobs = [
+        NewJob { priority: 5, ..job(r#"{"a": "x\"y\\z 100%"}"#) },
+        NewJob { ready: ReadyAt::Delay(60), expires_s: Some(600), max_attempts: Some(9), ..job("[1, 2]") },
+        job("null"),
+    ];
+    let r = s.foreign_enqueue("q", &q, &jobs, native(s))?.ok_or("a statement")?;
+    let seen = hub.generation();
+    let mut tx = caller.begin()?;
+    assert_eq!(tx.query(&r.sql, &r.params)?.len(), 3);
+    tx.rollback()?;
+    assert_eq!(s.stats("q")?.pending + s.stats("q")?.scheduled, 0, "rolled back: nothing");
+
+    let mut tx = caller.begin()?;
+    let got = ids(&tx.query(&r.sql, &r.params)?)?;
+    assert!(s.get_job(None, "q", got[0])?.is_none(), "invisible until the caller commits");
+    tx.commit()?;
+    assert!(hub.wait(seen, std::time::Instant::now() + std::time::Duration::from_secs(5)), "the commit wakes");
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "ids ascend in input order: {got:?}");
+    let plain = s.enqueue(None, "plain", &q, &jobs)?;
+    for (f, p) in got.iter().zip(&plain) {
+        let (f, p) = (s.get_job(None, "q", *f)?.ok_or("foreign row")?, s.get_job(None, "plain", *p)?.ok_or("row")?);
+        assert_eq!(
+            (&f.payload, f.priority, f.max_attempts, f.state),
+            (&p.payload, p.priority, p.max_attempts, p.state)
+        );
+        assert_eq!(f.run_at - f.enqueued_at, p.run_at - p.enqueued_at);
+        assert_eq!(f.expires_at.map(|e| e - f.enqueued_at), p.expires_at.map(|e| e - p.enqueued_at));
+    }
+    let claimed = s.claim("q", "w", 10)?;
+    assert_eq!(
+        claimed.iter().map(|c| c.id).collect::<Vec<_>>(),
+        [got[0], got[2]],
+        "priority first; the delayed one waits"
+    );
+    assert_eq!(claimed[0].deadline - claimed[0].claimed_at, 45, "the queue's stamps");
+    Ok(())
+}
+
+/// ADR 0015: the statement checks the store's identity, so run where another
+/// store answers (here: the identity changed) it writes nothing; bad jobs get
+/// no statement at all, and no jobs need none.
+pub fn a_foreign_enqueue_for_another_store_writes_nothing<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let mut r = s.foreign_enqueue("q", &opts(), &[job("{}")], native(s))?.ok_or("a statement")?;
+    let me = SqlValue::Text(s.engine().store_id().to_owned());
+    let forged = r.params.iter_mut().find(|v| **v == me).ok_or("the store_id value")?;
+    *forged = SqlValue::Text("0".repeat(32));
+    let caller = db.reopen()?;
+    let mut tx = caller.begin()?;
+    assert!(tx.query(&r.sql, &r.params)?.is_empty());
+    tx.commit()?;
+    assert_eq!(s.stats("q")?.pending, 0);
+    let bad = QueueOpts { max_attempts: 0, ..opts() };
+    assert!(matches!(s.foreign_enqueue("q", &bad, &[job("{}")], native(s)), Err(Error::Value(_))));
+    assert_eq!(s.foreign_enqueue("q", &opts(), &[], native(s))?, None);
     Ok(())
 }

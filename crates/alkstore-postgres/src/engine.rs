@@ -38,9 +38,9 @@ pub struct PgEngine {
     rt: Rt,
     /// Dropped only in that process (see `Drop`).
     pool: ManuallyDrop<Pool>,
-    sql: Statements,
+    pub(crate) sql: Statements,
     /// `_advance_clock` total; tests only.
-    offset: AtomicI64,
+    pub(crate) offset: AtomicI64,
     /// Every error leaves through it (`error.rs`).
     exit: Exit,
     /// For messages and Debug: the URL with its password masked.

@@ -4,7 +4,8 @@
 //! operation touches the trait here and one file per engine — no routing
 //! table in between.
 
-use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
+use crate::engine::sql::SqlValue;
 use crate::engine::Tx;
 use crate::error::Result;
 
@@ -13,6 +14,34 @@ pub trait EnqueueOps {
     /// Inserts `jobs` (never empty) into `queue` stamped with `opts`, all in
     /// one transaction; returns their ids in order.
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
+
+    /// The enqueue of `jobs` (never empty) as one statement for a caller's
+    /// own connection (ADR 0015), with `$N` placeholders and their values;
+    /// nothing runs here. The statement inserts only where the connection
+    /// reaches this store (its `store_id`), returns one row per job whose
+    /// first column is the id (ids ascend in input order), and on Postgres
+    /// notifies. The jobs travel as one [`foreign_rows`] value.
+    fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)>;
+}
+
+/// The jobs of a foreign enqueue as one JSON array, one
+/// `[payload, priority, max_attempts, run_at, delay, expires_s]` per job
+/// (`run_at` and `expires_s` may be null; the payload is its JSON text as a
+/// string), so a batch is one statement on every driver, arrays or not.
+pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
+    use serde_json::{json, Value};
+    let rows: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            let (run_at, delay) = match j.ready {
+                ReadyAt::Now => (None, 0),
+                ReadyAt::Delay(d) => (None, d),
+                ReadyAt::At(t) => (Some(t), 0),
+            };
+            json!([j.payload, j.priority, j.max_attempts.unwrap_or(opts.max_attempts), run_at, delay, j.expires_s])
+        })
+        .collect();
+    Value::Array(rows).to_string()
 }
 
 /// Takes jobs (SPEC §4.2); `ops/claim.rs` in each engine.

@@ -96,7 +96,7 @@ impl Store {
         self.closed.load(Ordering::SeqCst)
     }
 
-    fn open_check(&self) -> Result<()> {
+    pub(crate) fn open_check(&self) -> Result<()> {
         if self.is_closed() {
             return Err(Error::StoreClosed);
         }

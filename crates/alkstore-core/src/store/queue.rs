@@ -3,6 +3,7 @@
 //! an empty batch, the heartbeat's span) and hands the engine the rest.
 
 use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
+use crate::engine::paramstyle::{render, ParamStyle, Rendered};
 use crate::error::{Error, Result};
 use crate::rules::batch::batch_size;
 use crate::rules::claim_order::sort_claimed;
@@ -13,7 +14,7 @@ use crate::store::waiting::WaitSpec;
 use crate::store::{Store, TxSession};
 
 impl Store {
-    /// `enqueue` / `enqueue_many`.
+    /// `enqueue` / `enqueue_many`: validated in full before any write.
     pub fn enqueue(
         &self,
         tx: Option<&mut TxSession>,
@@ -21,6 +22,35 @@ impl Store {
         opts: &QueueOpts,
         jobs: &[NewJob],
     ) -> Result<Vec<i64>> {
+        self.check_new_jobs(opts, jobs)?;
+        if jobs.is_empty() {
+            self.enter(tx)?;
+            return Ok(Vec::new());
+        }
+        self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs))
+    }
+
+    /// `enqueue(conn=…)` (ADR 0015): the same validation, then the engine's
+    /// guarded statement with its placeholders in the caller's driver's
+    /// `style`, for the binding to hand to that driver. None for no jobs.
+    pub fn foreign_enqueue(
+        &self,
+        queue: &str,
+        opts: &QueueOpts,
+        jobs: &[NewJob],
+        style: ParamStyle,
+    ) -> Result<Option<Rendered>> {
+        self.check_new_jobs(opts, jobs)?;
+        self.open_check()?;
+        if jobs.is_empty() {
+            return Ok(None);
+        }
+        let (sql, params) = self.engine.foreign_enqueue(queue, opts, jobs)?;
+        render(&sql, &params, style).map(Some)
+    }
+
+    /// Every rule a new job meets, whichever connection writes it.
+    fn check_new_jobs(&self, opts: &QueueOpts, jobs: &[NewJob]) -> Result<()> {
         opts.check()?;
         for job in jobs {
             self.check_payload(&job.payload)?;
@@ -42,11 +72,7 @@ impl Store {
                 check_seconds("expires", e)?;
             }
         }
-        if jobs.is_empty() {
-            self.enter(tx)?;
-            return Ok(Vec::new());
-        }
-        self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs))
+        Ok(())
     }
 
     /// `claim` / `claim_batch` without waiting.

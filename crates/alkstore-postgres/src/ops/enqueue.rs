@@ -1,6 +1,6 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
-use alkstore_core::{EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, Tx};
+use alkstore_core::{foreign_rows, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
 
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
@@ -15,6 +15,12 @@ pub(crate) struct Sql {
     pub(crate) one: String,
     /// Many jobs from parallel arrays, ids returned in input order by `ord`.
     pub(crate) many: String,
+    /// For a caller's own connection (ADR 0015): `$1` store_id, `$2` queue,
+    /// `$3` visibility timeout, `$4` backoff base, `$5` retention, `$6` clock
+    /// offset, `$7` the jobs as JSON (`alkstore_core::foreign_rows`), so any
+    /// driver can pass them. Inserts only when the connection reaches this
+    /// store; notifies like the others.
+    pub(crate) foreign: String,
 }
 
 impl Sql {
@@ -36,6 +42,16 @@ impl Sql {
                  FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[]) \
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
                  ORDER BY u.ord RETURNING id, {notify}"
+            ),
+            foreign: format!(
+                "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $6::bigint AS t) \
+                 INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
+                 SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, $4::float8, \
+                 $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint \
+                 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
+                 WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text) \
+                 ORDER BY u.ord RETURNING id, {notify}::text AS notified"
             ),
         }
     }
@@ -113,5 +129,18 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
 impl EnqueueOps for PgEngine {
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
         self.run(tx, async |cx| enqueue(cx, queue, opts, jobs).await)
+    }
+
+    fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
+        let params = vec![
+            SqlValue::Text(self.store_id().to_owned()),
+            SqlValue::Text(queue.to_owned()),
+            SqlValue::Int(opts.visibility_timeout_s),
+            SqlValue::Float(opts.backoff_base_s),
+            opts.dead_letter_retention_s.map_or(SqlValue::Null, SqlValue::Int),
+            SqlValue::Int(self.offset.load(std::sync::atomic::Ordering::SeqCst)),
+            SqlValue::Text(foreign_rows(opts, jobs)),
+        ];
+        Ok((self.sql.enqueue.foreign.clone(), params))
     }
 }

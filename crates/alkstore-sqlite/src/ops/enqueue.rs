@@ -1,6 +1,6 @@
 //! `enqueue` / `enqueue_many`: stamping the queue's options onto new rows.
 
-use alkstore_core::{EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, Tx};
+use alkstore_core::{foreign_rows, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, Scope};
@@ -15,6 +15,24 @@ visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, exp
 VALUES (max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids)) + 1, \
 ?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
 coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11)";
+
+/// The enqueue for a caller's own connection (ADR 0015), in that
+/// connection's SQLite, which may be older than the bundled one: hence
+/// `strftime('%s')` for the clock. `$1` store_id, `$2` queue, `$3` visibility
+/// timeout, `$4` backoff base, `$5` retention, `$6` clock offset, `$7` the
+/// jobs (`alkstore_core::foreign_rows`). Ids are allocated as `enqueue` does,
+/// one past the highest ever, in input order; the guard on `store_id` makes a
+/// connection to another file insert nothing.
+pub(crate) const FOREIGN: &str = "\
+INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
+SELECT b.base + j.key + 1, $2, 'pending', json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), 0, \
+json_extract(j.value, '$[2]'), 0, $3, $4, $5, b.now, coalesce(json_extract(j.value, '$[3]'), \
+b.now + json_extract(j.value, '$[4]')), b.now + json_extract(j.value, '$[5]') \
+FROM json_each($7) AS j, (SELECT max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), \
+(SELECT hwm FROM __alkstore_ids)) AS base, CAST(strftime('%s', 'now') AS INTEGER) + $6 AS now) AS b \
+WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 \
+ORDER BY j.key RETURNING id";
 
 /// Inserts `jobs` (non-empty) and returns their ids in order. One job outside
 /// a caller transaction is a single autocommit INSERT; several are one
@@ -62,5 +80,18 @@ impl EnqueueOps for SqliteEngine {
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
         let offset = self.offset();
         self.write(tx, |c, scope| enqueue(c, scope, offset, queue, opts, jobs))
+    }
+
+    fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
+        let params = vec![
+            SqlValue::Text(self.store_id().to_owned()),
+            SqlValue::Text(queue.to_owned()),
+            SqlValue::Int(opts.visibility_timeout_s),
+            SqlValue::Float(opts.backoff_base_s),
+            opts.dead_letter_retention_s.map_or(SqlValue::Null, SqlValue::Int),
+            SqlValue::Int(self.offset()),
+            SqlValue::Text(foreign_rows(opts, jobs)),
+        ];
+        Ok((FOREIGN.to_owned(), params))
     }
 }
