@@ -131,6 +131,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         tx: Transaction | None = None,
+        conn: object | None = None,
     ) -> int: ...
     def enqueue_many(
         self,
@@ -142,6 +143,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         tx: Transaction | None = None,
+        conn: object | None = None,
     ) -> list[int]: ...
     def claim(
         self, worker_id: str, *, timeout: _Duration | None = 0, stop: StopToken | None = None

@@ -58,6 +58,8 @@ pub struct PgEngine {
     stop: ManuallyDrop<watch::Sender<bool>>,
     /// The store's identity (ADR 0015).
     store_id: String,
+    /// The engine schema's name, for messages.
+    schema: String,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -81,6 +83,7 @@ impl PgEngine {
             offset: AtomicI64::new(0),
             exit,
             store_id,
+            schema: options.schema.clone(),
             url: shown,
             config,
             channel: wake::channel(&options.schema),
@@ -159,6 +162,10 @@ impl Engine for PgEngine {
 
     fn store_id(&self) -> &str {
         &self.store_id
+    }
+
+    fn location(&self) -> String {
+        format!("schema {:?} at {}", self.schema, self.url)
     }
 
     fn advance_clock(&self, seconds: i64) {

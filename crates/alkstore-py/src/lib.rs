@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod event;
 mod exit;
+mod foreign;
 mod handle;
 mod iter;
 mod json;

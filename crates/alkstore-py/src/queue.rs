@@ -12,6 +12,7 @@ use pyo3::types::PyList;
 
 use crate::convert::{instant, int_in, integer, items, opt_duration, Int};
 use crate::errors::IntoPyResult;
+use crate::foreign;
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::json;
@@ -118,6 +119,23 @@ impl Queue {
         Queue { store, name, opts }
     }
 
+    /// Enqueues on the store (in `tx` when given) or on the caller's own `conn`.
+    fn put(
+        &self,
+        py: Python<'_>,
+        jobs: &[NewJob],
+        tx: Option<&Bound<'_, Transaction>>,
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<i64>> {
+        match (tx, conn) {
+            (Some(_), Some(_)) => {
+                Err(PyTypeError::new_err("pass tx= (alkstore's transaction) or conn= (your own connection), not both"))
+            }
+            (None, Some(c)) => foreign::enqueue_on(py, &self.store, &self.name, &self.opts, jobs, c),
+            (tx, None) => run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, jobs)),
+        }
+    }
+
     fn handles(&self, claimed: Vec<Claimed>) -> Vec<JobHandle> {
         claimed.into_iter().map(|c| JobHandle::new(self.store.clone(), c)).collect()
     }
@@ -132,7 +150,7 @@ impl Queue {
     }
 
     /// Adds one job; returns its id.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &self,
@@ -144,15 +162,16 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
+        conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<i64> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
         let jobs = [o.job(json::encode(payload)?)];
-        let ids = run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))?;
+        let ids = self.put(py, &jobs, tx, conn)?;
         Ok(ids[0])
     }
 
     /// Adds many jobs in one transaction, validating every payload first.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_many(
         &self,
@@ -164,13 +183,14 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
+        conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Vec<i64>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
         let mut jobs = Vec::new();
         for p in items(payloads, "payloads", "JSON payloads")? {
             jobs.push(o.job(json::encode(&p?)?));
         }
-        run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, &jobs))
+        self.put(py, &jobs, tx, conn)
     }
 
     /// Claims one job: `timeout=0` looks once, seconds wait up to that long

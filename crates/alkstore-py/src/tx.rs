@@ -96,7 +96,7 @@ fn params(seq: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<SqlValue>> {
     Ok(out)
 }
 
-fn value_to_py(py: Python<'_>, v: SqlValue) -> PyResult<Py<PyAny>> {
+pub(crate) fn value_to_py(py: Python<'_>, v: SqlValue) -> PyResult<Py<PyAny>> {
     Ok(match v {
         SqlValue::Null => py.None(),
         SqlValue::Bool(b) => PyBool::new(py, b).to_owned().into_any().unbind(),

@@ -96,6 +96,10 @@ impl Engine for SqliteEngine {
         &self.store_id
     }
 
+    fn location(&self) -> String {
+        format!("the SQLite file {:?}", self.path)
+    }
+
     fn advance_clock(&self, seconds: i64) {
         self.offset.fetch_add(seconds, Ordering::Relaxed);
     }

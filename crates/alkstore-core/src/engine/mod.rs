@@ -81,6 +81,10 @@ pub trait Engine:
     /// (ADR 0015). A statement run on a caller's own connection checks it.
     fn store_id(&self) -> &str;
 
+    /// Where the store lives, for messages: the SQLite file, or the Postgres
+    /// schema and URL with its password masked.
+    fn location(&self) -> String;
+
     /// Shifts this handle's clock (tests only).
     fn advance_clock(&self, seconds: i64);
 

@@ -1,0 +1,135 @@
+"""``enqueue(conn=...)``: the job commits with the application's own transaction (SPEC §17, ADR 0015).
+
+Each test uses the real driver on the real database: Python's sqlite3 on the
+store's file, psycopg 3 on Postgres. alkstore never begins, commits or rolls
+back the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+import alkstore
+from tests.conftest import PG_URL, Target, pg_admin_connect
+
+
+@pytest.fixture
+def app(target: Target) -> Iterator[sqlite3.Connection | psycopg.Connection[tuple[object, ...]]]:
+    """The application's own connection to the store's database, in its driver's default mode."""
+    if target.engine == "sqlite":
+        conn = sqlite3.connect(target.location, timeout=5)
+        yield conn
+        conn.close()
+    else:
+        with psycopg.connect(PG_URL) as pg:
+            yield pg
+
+
+def test_the_job_exists_exactly_when_the_callers_transaction_commits(
+    store: alkstore.Store, target: Target, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    q = store.queue("emails", max_attempts=7)
+    orders = target.table("orders")
+    app.execute(f"CREATE TABLE {orders} (email TEXT NOT NULL)")
+    app.commit()
+
+    app.execute(f"INSERT INTO {orders} (email) VALUES ('gone@x')")
+    gone = q.enqueue({"to": "gone@x"}, conn=app)
+    app.rollback()
+    assert q.get_job(gone) is None and q.stats().pending == 0, "rolled back with the order"
+
+    app.execute(f"INSERT INTO {orders} (email) VALUES ('a@b')")
+    first = q.enqueue({"to": "a@b"}, priority=3, conn=app)
+    more = q.enqueue_many([{"n": 1}, {"n": 2}], delay=60, conn=app.cursor())
+    assert q.get_job(first) is None, "invisible until the caller commits"
+    app.commit()
+    assert first < more[0] < more[1], "ids ascend in input order"
+    job = q.get_job(first)
+    assert job is not None and (job.payload, job.priority, job.max_attempts) == ({"to": "a@b"}, 3, 7)
+    handle = q.claim("w")
+    assert handle is not None and handle.id == first, "the delayed ones wait"
+    assert q.stats().scheduled == 2
+    assert q.enqueue_many([], conn=app) == []
+
+
+def test_a_waiting_claim_wakes_when_the_caller_commits(
+    store: alkstore.Store, target: Target, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # A long poll interval, so only the wake can explain a prompt claim.
+    waiting = target.open(poll_interval_s=30.0)
+    q = waiting.queue("emails")
+    got: list[alkstore.JobHandle | None] = []
+    t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=20)))
+    t.start()
+    time.sleep(0.5)
+    job_id = store.queue("emails").enqueue({}, conn=app)
+    app.commit()
+    t.join(timeout=25)
+    waiting.close()
+    assert len(got) == 1 and got[0] is not None and got[0].id == job_id
+
+
+def test_bad_input_is_refused_before_anything_is_written(
+    store: alkstore.Store, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    q = store.queue("emails")
+    with pytest.raises(ValueError, match="max_attempts must be >= 1"):
+        q.enqueue({}, max_attempts=0, conn=app)
+    with pytest.raises(TypeError):
+        q.enqueue_many([{}, object()], conn=app)  # type: ignore[list-item]
+    with store.transaction() as tx, pytest.raises(TypeError, match=r"tx= .* or conn= .*not both"):
+        q.enqueue({}, tx=tx, conn=app)
+    app.commit()
+    assert store.queues() == []
+
+
+def test_an_object_that_is_no_connection_of_this_engine_is_a_type_error(
+    store: alkstore.Store, target: Target
+) -> None:
+    q = store.queue("emails")
+    accepted = "sqlite3.Connection" if target.engine == "sqlite" else "psycopg"
+    for wrong in [object(), "app.db"]:
+        with pytest.raises(TypeError, match=f"conn= takes .*{accepted}"):
+            q.enqueue({}, conn=wrong)
+    if target.engine == "postgres":
+        other = sqlite3.connect(":memory:")
+        with pytest.raises(TypeError, match="psycopg"):
+            q.enqueue({}, conn=other)
+        other.close()
+    assert store.queues() == []
+
+
+def test_a_connection_to_another_sqlite_file_is_a_transaction_error(tmp_path: object) -> None:
+    base = str(tmp_path)
+    with alkstore.open(f"{base}/mine.db") as mine, alkstore.open(f"{base}/theirs.db") as theirs:
+        q = mine.queue("emails")
+        for path in (f"{base}/theirs.db", f"{base}/plain.db"):
+            conn = sqlite3.connect(path)
+            mismatch = r"conn= reaches .*(theirs|plain)\.db.*mine\.db"
+            with pytest.raises(alkstore.TransactionError, match=mismatch):
+                q.enqueue({}, conn=conn)
+            conn.rollback()
+            conn.close()
+        assert mine.queues() == [] and theirs.queues() == []
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_a_connection_to_another_postgres_database_is_a_transaction_error(target: Target) -> None:
+    other_db = "alkstore_other_" + uuid.uuid4().hex[:8]
+    with pg_admin_connect() as admin:
+        admin.execute(f'CREATE DATABASE "{other_db}"')
+    try:
+        with target.open() as store, psycopg.connect(PG_URL.rsplit("/", 1)[0] + "/" + other_db) as conn:
+            with pytest.raises(alkstore.TransactionError, match=f"conn= reaches database '{other_db}'"):
+                store.queue("emails").enqueue({}, conn=conn)
+            assert store.queues() == []
+    finally:
+        with pg_admin_connect() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{other_db}"')
