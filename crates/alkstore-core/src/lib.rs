@@ -27,7 +27,7 @@ pub mod store;
 pub use engine::locks::LockOps;
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
-pub use engine::queue::{foreign_rows, CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
+pub use engine::queue::{foreign_params, foreign_rows, CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
 pub use engine::streams::{Event, StreamOps};

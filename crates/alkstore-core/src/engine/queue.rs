@@ -20,8 +20,24 @@ pub trait EnqueueOps {
     /// nothing runs here. The statement inserts only where the connection
     /// reaches this store (its `store_id`), returns one row per job whose
     /// first column is the id (ids ascend in input order), and on Postgres
-    /// notifies. The jobs travel as one [`foreign_rows`] value.
+    /// notifies. Its values are [`foreign_params`], in that order.
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)>;
+}
+
+/// The values of a foreign enqueue, the same for every engine: `$1` the
+/// store's identity, `$2` queue, `$3` visibility timeout, `$4` backoff base,
+/// `$5` dead-letter retention, `$6` the handle's clock offset, `$7` the jobs
+/// as one JSON array (see [`foreign_rows`]).
+pub fn foreign_params(store_id: &str, queue: &str, opts: &QueueOpts, offset: i64, jobs: &[NewJob]) -> Vec<SqlValue> {
+    vec![
+        SqlValue::Text(store_id.to_owned()),
+        SqlValue::Text(queue.to_owned()),
+        SqlValue::Int(opts.visibility_timeout_s),
+        SqlValue::Float(opts.backoff_base_s),
+        opts.dead_letter_retention_s.map_or(SqlValue::Null, SqlValue::Int),
+        SqlValue::Int(offset),
+        SqlValue::Text(foreign_rows(opts, jobs)),
+    ]
 }
 
 /// The jobs of a foreign enqueue as one JSON array, one

@@ -1,6 +1,6 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
-use alkstore_core::{foreign_rows, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
+use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
 
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
@@ -17,7 +17,7 @@ pub(crate) struct Sql {
     pub(crate) many: String,
     /// For a caller's own connection (ADR 0015): `$1` store_id, `$2` queue,
     /// `$3` visibility timeout, `$4` backoff base, `$5` retention, `$6` clock
-    /// offset, `$7` the jobs as JSON (`alkstore_core::foreign_rows`), so any
+    /// offset, `$7` the jobs as JSON (`alkstore_core::foreign_params`), so any
     /// driver can pass them. Inserts only when the connection reaches this
     /// store; notifies like the others.
     pub(crate) foreign: String,
@@ -132,15 +132,8 @@ impl EnqueueOps for PgEngine {
     }
 
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
-        let params = vec![
-            SqlValue::Text(self.store_id().to_owned()),
-            SqlValue::Text(queue.to_owned()),
-            SqlValue::Int(opts.visibility_timeout_s),
-            SqlValue::Float(opts.backoff_base_s),
-            opts.dead_letter_retention_s.map_or(SqlValue::Null, SqlValue::Int),
-            SqlValue::Int(self.offset.load(std::sync::atomic::Ordering::SeqCst)),
-            SqlValue::Text(foreign_rows(opts, jobs)),
-        ];
+        let params =
+            foreign_params(self.store_id(), queue, opts, self.offset.load(std::sync::atomic::Ordering::SeqCst), jobs);
         Ok((self.sql.enqueue.foreign.clone(), params))
     }
 }

@@ -1,6 +1,6 @@
 //! `enqueue` / `enqueue_many`: stamping the queue's options onto new rows.
 
-use alkstore_core::{foreign_rows, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
+use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, Scope};
@@ -20,7 +20,7 @@ coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11)";
 /// connection's SQLite, which may be older than the bundled one: hence
 /// `strftime('%s')` for the clock. `$1` store_id, `$2` queue, `$3` visibility
 /// timeout, `$4` backoff base, `$5` retention, `$6` clock offset, `$7` the
-/// jobs (`alkstore_core::foreign_rows`). Ids are allocated as `enqueue` does,
+/// jobs (the values: `alkstore_core::foreign_params`). Ids are allocated as `enqueue` does,
 /// one past the highest ever, in input order; the guard on `store_id` makes a
 /// connection to another file insert nothing.
 pub(crate) const FOREIGN: &str = "\
@@ -83,15 +83,7 @@ impl EnqueueOps for SqliteEngine {
     }
 
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
-        let params = vec![
-            SqlValue::Text(self.store_id().to_owned()),
-            SqlValue::Text(queue.to_owned()),
-            SqlValue::Int(opts.visibility_timeout_s),
-            SqlValue::Float(opts.backoff_base_s),
-            opts.dead_letter_retention_s.map_or(SqlValue::Null, SqlValue::Int),
-            SqlValue::Int(self.offset()),
-            SqlValue::Text(foreign_rows(opts, jobs)),
-        ];
+        let params = foreign_params(self.store_id(), queue, opts, self.offset(), jobs);
         Ok((FOREIGN.to_owned(), params))
     }
 }
