@@ -133,3 +133,21 @@ def test_a_connection_to_another_postgres_database_is_a_transaction_error(target
     finally:
         with pg_admin_connect() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{other_db}"')
+
+
+def test_an_outbox_message_commits_with_the_callers_transaction(
+    store: alkstore.Store, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    ob = store.outbox("hooks")
+    gone = ob.enqueue({"event": "order.cancelled"}, conn=app)
+    app.rollback()
+    assert ob.get_job(gone) is None
+    kept = ob.enqueue({"event": "order.created"}, priority=2, conn=app)
+    assert ob.get_job(kept) is None, "not before the caller commits"
+    app.commit()
+    message = ob.claim("relay")
+    assert message is not None and (message.id, message.payload, message.priority) == (
+        kept,
+        {"event": "order.created"},
+        2,
+    )

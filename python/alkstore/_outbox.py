@@ -79,9 +79,11 @@ class Outbox:
         priority: int = 0,
         expires: float | timedelta | None = None,
         tx: Transaction | None = None,
+        conn: object | None = None,
     ) -> int:
-        """Adds one message; with ``tx=`` it lands only if that transaction commits."""
-        return self._queue.enqueue(payload, delay=delay, priority=priority, expires=expires, tx=tx)
+        """Adds one message; with ``tx=`` (alkstore's transaction) or ``conn=`` (your own
+        connection, ADR 0015) it lands only if that transaction commits."""
+        return self._queue.enqueue(payload, delay=delay, priority=priority, expires=expires, tx=tx, conn=conn)
 
     # ------------------------------------------------------------ relaying
     def deliver(
