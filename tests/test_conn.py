@@ -117,6 +117,13 @@ def test_a_connection_to_another_sqlite_file_is_a_transaction_error(tmp_path: ob
                 q.enqueue({}, conn=conn)
             conn.rollback()
             conn.close()
+        from sqlalchemy import create_engine
+
+        plain = create_engine(f"sqlite:///{base}/plain.db")
+        refused = pytest.raises(alkstore.TransactionError, match=r"conn= reaches .*plain\.db")
+        with plain.connect() as c, refused:
+            q.enqueue({}, conn=c)
+        plain.dispose()
         assert mine.queues() == [] and theirs.queues() == []
 
 
@@ -151,3 +158,59 @@ def test_an_outbox_message_commits_with_the_callers_transaction(
         {"event": "order.created"},
         2,
     )
+
+
+def sqlalchemy_url(target: Target) -> str:
+    if target.engine == "sqlite":
+        return f"sqlite:///{target.location}"
+    return PG_URL.replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+def test_a_sqlalchemy_connection_and_session_carry_the_job_in_their_transaction(
+    store: alkstore.Store, target: Target
+) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.orm import Session
+
+    q = store.queue("emails")
+    orders = target.table("orders")
+    connect_args = {"timeout": 5} if target.engine == "sqlite" else {}
+    db = create_engine(sqlalchemy_url(target), connect_args=connect_args)
+    try:
+        with db.begin() as c:
+            c.execute(text(f"CREATE TABLE {orders} (email TEXT NOT NULL)"))
+        with db.connect() as c:
+            c.execute(text(f"INSERT INTO {orders} (email) VALUES ('gone@x')"))
+            gone = q.enqueue({"to": "gone@x"}, conn=c)
+            c.rollback()
+            assert q.get_job(gone) is None, "rolled back with the order"
+            c.execute(text(f"INSERT INTO {orders} (email) VALUES ('a@b')"))
+            kept = q.enqueue_many([{"to": "a@b"}, {"to": "c@d"}], conn=c)
+            assert q.get_job(kept[0]) is None, "not before the caller commits"
+            c.commit()
+        with Session(db) as s:
+            s.execute(text(f"INSERT INTO {orders} (email) VALUES ('e@f')"))
+            in_session = q.enqueue({"to": "e@f"}, conn=s)
+            s.commit()
+        assert [j.payload["to"] for j in q.claim_batch("w", 10)] == ["a@b", "c@d", "e@f"]
+        assert kept[0] < kept[1] < in_session
+    finally:
+        db.dispose()
+
+
+def test_a_sqlalchemy_connection_of_the_other_engine_is_a_type_error(
+    store: alkstore.Store, target: Target
+) -> None:
+    from sqlalchemy import create_engine
+
+    other = (
+        "sqlite://"
+        if target.engine == "postgres"
+        else PG_URL.replace("postgresql://", "postgresql+psycopg://")
+    )
+    db = create_engine(other)
+    try:
+        with db.connect() as c, pytest.raises(TypeError, match="SQLAlchemy Connection or Session"):
+            store.queue("emails").enqueue({}, conn=c)
+    finally:
+        db.dispose()

@@ -14,9 +14,23 @@ from typing import Any, Protocol
 
 #: What ``conn=`` takes, per engine, as the TypeError lists it.
 ACCEPTED = {
-    "sqlite": "a sqlite3.Connection or sqlite3.Cursor on the store's file",
-    "postgres": "a psycopg (3) Connection or Cursor",
+    "sqlite": (
+        "a sqlite3.Connection or sqlite3.Cursor on the store's file, or a SQLAlchemy Connection or Session"
+    ),
+    "postgres": "a psycopg (3) Connection or Cursor, or a SQLAlchemy Connection or Session",
 }
+
+#: SQLAlchemy's dialect name for each engine.
+DIALECTS = {"sqlite": "sqlite", "postgres": "postgresql"}
+
+
+def _missing_store(e: BaseException) -> bool:
+    """Whether a driver error says the store's tables are not on that database at all."""
+    if isinstance(e, sqlite3.OperationalError):
+        return "no such table: __alkstore" in str(e)
+    psycopg = type(e).__module__.startswith("psycopg")
+    return psycopg and type(e).__name__ in {"UndefinedTable", "InvalidSchemaName"}
+
 
 Params = Sequence[object] | Mapping[str, object]
 
@@ -41,7 +55,7 @@ class _Sqlite3:
         try:
             rows = self._conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as e:
-            if "no such table: __alkstore" in str(e):
+            if _missing_store(e):
                 return []  # not a store at all: the binding reports the mismatch
             raise
         return [int(r[0]) for r in rows]
@@ -61,18 +75,55 @@ class _Psycopg:
         self._conn = conn
 
     def run(self, sql: str, params: Params) -> list[int]:
-        from psycopg import errors
+        from psycopg import Error
 
         try:
             rows = self._conn.execute(sql, params).fetchall()
-        except (errors.UndefinedTable, errors.InvalidSchemaName):
-            return []  # the store's schema is not on that database
+        except Error as e:
+            if _missing_store(e):
+                return []  # the store's schema is not on that database
+            raise
         return [int(r[0]) for r in rows]
 
     def location(self) -> str:
         conn = getattr(self._conn, "connection", self._conn)
         info = conn.info
         return f"database {info.dbname!r} on {info.host}:{info.port}"
+
+
+class _SqlAlchemy:
+    """A SQLAlchemy Connection, or a Session's connection (its current transaction)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self.paramstyle: str = conn.dialect.paramstyle
+
+    def run(self, sql: str, params: Params) -> list[int]:
+        from sqlalchemy import exc
+
+        args = params if isinstance(params, Mapping) else tuple(params)
+        try:
+            rows = self._conn.exec_driver_sql(sql, args).fetchall()
+        except exc.DBAPIError as e:
+            if e.orig is not None and _missing_store(e.orig):
+                return []
+            raise
+        return [int(r[0]) for r in rows]
+
+    def location(self) -> str:
+        return f"the database at {self._conn.engine.url.render_as_string(hide_password=True)}"
+
+
+def _sqlalchemy(conn: object, engine: str) -> _SqlAlchemy | None:
+    """The adapter when ``conn`` is a SQLAlchemy Connection or Session of this engine's dialect."""
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session
+
+    if isinstance(conn, Session):
+        conn = conn.connection()
+    if isinstance(conn, Connection) and conn.dialect.name == DIALECTS[engine]:
+        return _SqlAlchemy(conn)
+    return None
 
 
 def adapter(conn: object, engine: str) -> Adapter:
@@ -84,6 +135,8 @@ def adapter(conn: object, engine: str) -> Adapter:
     psycopg = module.split(".")[0] == "psycopg"
     if engine == "postgres" and psycopg and kind.__name__ in {"Connection", "Cursor"}:
         return _Psycopg(conn)
+    if module.split(".")[0] == "sqlalchemy" and (found := _sqlalchemy(conn, engine)) is not None:
+        return found
     raise TypeError(
         f"conn= takes {ACCEPTED[engine]} for this {engine} store, got {module}.{kind.__qualname__}; "
         "to enqueue in alkstore's own transaction pass tx= instead"
