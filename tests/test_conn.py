@@ -7,11 +7,15 @@ back the caller's transaction.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -214,3 +218,17 @@ def test_a_sqlalchemy_connection_of_the_other_engine_is_a_type_error(
             store.queue("emails").enqueue({}, conn=c)
     finally:
         db.dispose()
+
+
+def test_django_connection_carries_the_job_in_transaction_atomic(
+    store: alkstore.Store, target: Target
+) -> None:
+    helper = Path(__file__).parent / "helpers" / "django_conn.py"
+    args = [target.location] if target.engine == "sqlite" else [target.location, str(target.schema)]
+    out = subprocess.run(
+        [sys.executable, str(helper), target.engine, *args], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert (result["after_rollback"], result["seen_inside"]) == (False, False), "only with the commit"
+    assert (result["claimed"], result["ids_ascend"]) == (["a@b", "now"], True)

@@ -15,10 +15,16 @@ from typing import Any, Protocol
 #: What ``conn=`` takes, per engine, as the TypeError lists it.
 ACCEPTED = {
     "sqlite": (
-        "a sqlite3.Connection or sqlite3.Cursor on the store's file, or a SQLAlchemy Connection or Session"
+        "a sqlite3.Connection or sqlite3.Cursor on the store's file, a SQLAlchemy Connection or Session, "
+        "or a Django connection"
     ),
-    "postgres": "a psycopg (3) Connection or Cursor, or a SQLAlchemy Connection or Session",
+    "postgres": (
+        "a psycopg (3) Connection or Cursor, a SQLAlchemy Connection or Session, or a Django connection"
+    ),
 }
+
+#: Django's database vendor for each engine.
+VENDORS = {"sqlite": "sqlite", "postgres": "postgresql"}
 
 #: SQLAlchemy's dialect name for each engine.
 DIALECTS = {"sqlite": "sqlite", "postgres": "postgresql"}
@@ -126,6 +132,33 @@ def _sqlalchemy(conn: object, engine: str) -> _SqlAlchemy | None:
     return None
 
 
+class _Django:
+    """Django's ``connection`` or ``connections[alias]``: its cursor, in whatever
+    transaction it has (``transaction.atomic()``), or autocommit."""
+
+    # Django's cursor takes %s and converts it for its backend.
+    paramstyle = "format"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def run(self, sql: str, params: Params) -> list[int]:
+        from django.db import DatabaseError
+
+        try:
+            with self._conn.cursor() as cur:
+                cur.execute(sql, params)
+                rows = cur.fetchall()
+        except DatabaseError as e:
+            if e.__cause__ is not None and _missing_store(e.__cause__):
+                return []
+            raise
+        return [int(r[0]) for r in rows]
+
+    def location(self) -> str:
+        return f"the Django database {self._conn.alias!r} ({self._conn.settings_dict.get('NAME')!r})"
+
+
 def adapter(conn: object, engine: str) -> Adapter:
     """The adapter for ``conn`` on a store of ``engine``; a TypeError naming what is accepted."""
     kind = type(conn)
@@ -137,6 +170,10 @@ def adapter(conn: object, engine: str) -> Adapter:
         return _Psycopg(conn)
     if module.split(".")[0] == "sqlalchemy" and (found := _sqlalchemy(conn, engine)) is not None:
         return found
+    # `django.db.connection` is a proxy (django.utils.connection); `connections[alias]`
+    # a backend's DatabaseWrapper. Both answer `vendor`.
+    if module.split(".")[0] == "django" and getattr(conn, "vendor", None) == VENDORS[engine]:
+        return _Django(conn)
     raise TypeError(
         f"conn= takes {ACCEPTED[engine]} for this {engine} store, got {module}.{kind.__qualname__}; "
         "to enqueue in alkstore's own transaction pass tx= instead"
