@@ -11,8 +11,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 
 import alkstore
 from tests.conftest import PG_URL, Target, pg_admin_connect
+from tests.workers import claimed_after
 
 
 @pytest.fixture
@@ -66,18 +65,13 @@ def test_the_job_exists_exactly_when_the_callers_transaction_commits(
 def test_a_waiting_claim_wakes_when_the_caller_commits(
     store: alkstore.Store, target: Target, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
 ) -> None:
-    # A long poll interval, so only the wake can explain a prompt claim.
-    waiting = target.open(poll_interval_s=30.0)
-    q = waiting.queue("emails")
-    got: list[alkstore.JobHandle | None] = []
-    t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=20)))
-    t.start()
-    time.sleep(0.5)
-    job_id = store.queue("emails").enqueue({}, conn=app)
-    app.commit()
-    t.join(timeout=25)
-    waiting.close()
-    assert len(got) == 1 and got[0] is not None and got[0].id == job_id
+    def commit() -> int:
+        job_id = store.queue("emails").enqueue({}, conn=app)
+        app.commit()
+        return job_id
+
+    job, job_id = claimed_after(target, "emails", commit)
+    assert job is not None and job.id == job_id
 
 
 def test_bad_input_is_refused_before_anything_is_written(

@@ -8,15 +8,13 @@ refusal to the Store's message; these pin the Python side of the same contract.
 
 from __future__ import annotations
 
-import threading
-import time
-
 import psycopg
 import pytest
 from psycopg.types.json import Jsonb
 
 import alkstore
 from tests.conftest import PG_URL, Target
+from tests.workers import claimed_after
 
 
 @pytest.fixture
@@ -54,19 +52,14 @@ def test_the_job_commits_with_the_callers_transaction(store: alkstore.Store, tar
 
 
 def test_a_waiting_claim_wakes_when_the_caller_commits(store: alkstore.Store, target: Target) -> None:
-    # A long poll interval, so only the notification can explain a prompt claim.
-    waiting = target.open(poll_interval_s=30.0)
-    q = waiting.queue("emails")
-    got: list[alkstore.JobHandle | None] = []
-    t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=20)))
-    t.start()
-    time.sleep(0.5)
-    with psycopg.connect(PG_URL) as app:
-        row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
-    t.join(timeout=25)
-    waiting.close()
-    assert row is not None
-    assert len(got) == 1 and got[0] is not None and got[0].id == row[0]
+    def commit() -> int:
+        with psycopg.connect(PG_URL) as app:  # the block commits on exit
+            row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    job, job_id = claimed_after(target, "emails", commit)
+    assert job is not None and job.id == job_id
 
 
 def test_a_bad_argument_is_a_22023_error_and_writes_nothing(store: alkstore.Store, target: Target) -> None:
