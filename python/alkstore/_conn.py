@@ -163,16 +163,16 @@ def adapter(conn: object, engine: str) -> Adapter:
     """The adapter for ``conn`` on a store of ``engine``; a TypeError naming what is accepted."""
     kind = type(conn)
     module = kind.__module__
+    package = module.split(".")[0]
     if engine == "sqlite" and isinstance(conn, (sqlite3.Connection, sqlite3.Cursor)):
         return _Sqlite3(conn)
-    psycopg = module.split(".")[0] == "psycopg"
-    if engine == "postgres" and psycopg and kind.__name__ in {"Connection", "Cursor"}:
+    if engine == "postgres" and package == "psycopg" and kind.__name__ in {"Connection", "Cursor"}:
         return _Psycopg(conn)
-    if module.split(".")[0] == "sqlalchemy" and (found := _sqlalchemy(conn, engine)) is not None:
+    if package == "sqlalchemy" and (found := _sqlalchemy(conn, engine)) is not None:
         return found
     # `django.db.connection` is a proxy (django.utils.connection); `connections[alias]`
     # a backend's DatabaseWrapper. Both answer `vendor`.
-    if module.split(".")[0] == "django" and getattr(conn, "vendor", None) == VENDORS[engine]:
+    if package == "django" and getattr(conn, "vendor", None) == VENDORS[engine]:
         return _Django(conn)
     raise TypeError(
         f"conn= takes {ACCEPTED[engine]} for this {engine} store, got {module}.{kind.__qualname__}; "

@@ -10,9 +10,21 @@ use crate::error::pg_error;
 use crate::ops::Statements;
 use crate::rows::col;
 
-/// The database clock in whole Unix seconds plus the offset parameter `$1`.
-pub(crate) const NOW: &str =
-    "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t)";
+/// The database clock in whole Unix seconds plus the offset parameter `$p`,
+/// as the CTE `n(t)`.
+macro_rules! now_cte {
+    ($p:literal) => {
+        concat!(
+            "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + ",
+            $p,
+            "::bigint AS t)"
+        )
+    };
+}
+pub(crate) use now_cte;
+
+/// The clock CTE with the offset in `$1`, as most statements take it.
+pub(crate) const NOW: &str = now_cte!("$1");
 
 /// The clock on its own: `Engine::now` and the schedule ops.
 const CLOCK: &str = "SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint";

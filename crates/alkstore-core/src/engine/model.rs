@@ -87,6 +87,19 @@ pub enum ReadyAt {
     At(i64),
 }
 
+impl ReadyAt {
+    /// As (absolute run_at, delay), the pair every enqueue statement takes as
+    /// `coalesce(run_at, now + delay)`, so both forms share one clock read.
+    #[inline]
+    pub fn parts(self) -> (Option<i64>, i64) {
+        match self {
+            ReadyAt::Now => (None, 0),
+            ReadyAt::Delay(d) => (None, d),
+            ReadyAt::At(t) => (Some(t), 0),
+        }
+    }
+}
+
 /// One job to enqueue. `payload` is already-validated JSON text.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewJob {

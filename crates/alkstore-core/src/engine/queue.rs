@@ -4,7 +4,7 @@
 //! operation touches the trait here and one file per engine — no routing
 //! table in between.
 
-use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
+use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
 use crate::engine::sql::SqlValue;
 use crate::engine::Tx;
 use crate::error::Result;
@@ -49,11 +49,7 @@ pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
     let rows: Vec<Value> = jobs
         .iter()
         .map(|j| {
-            let (run_at, delay) = match j.ready {
-                ReadyAt::Now => (None, 0),
-                ReadyAt::Delay(d) => (None, d),
-                ReadyAt::At(t) => (Some(t), 0),
-            };
+            let (run_at, delay) = j.ready.parts();
             json!([j.payload, j.priority, j.max_attempts.unwrap_or(opts.max_attempts), run_at, delay, j.expires_s])
         })
         .collect();

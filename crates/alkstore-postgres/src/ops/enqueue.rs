@@ -1,8 +1,8 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
-use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
+use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, Result, SqlValue, Tx};
 
-use crate::conn::{Ctx, NOW};
+use crate::conn::{now_cte, Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::rows::col;
 
@@ -27,43 +27,31 @@ impl Sql {
     /// For the quoted schema `s`, and the store's notification `channel`.
     pub(crate) fn new(s: &str, channel: &str) -> Self {
         let notify = format!("pg_notify('{channel}', queue)");
+        let insert = format!(
+            "INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at)"
+        );
         Sql {
             one: format!(
-                "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
-                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
-                 SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
+                "{NOW} {insert} SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
                  n.t, coalesce($9::bigint, n.t + $10::bigint), n.t + $11::bigint FROM n RETURNING id, {notify}"
             ),
             many: format!(
-                "{NOW} INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
-                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
-                 SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, $4::float8, \
+                "{NOW} {insert} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, $4::float8, \
                  $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s \
                  FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[]) \
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
                  ORDER BY u.ord RETURNING id, {notify}"
             ),
             foreign: format!(
-                "WITH n AS MATERIALIZED (SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $6::bigint AS t) \
-                 INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
-                 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at) \
-                 SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, $4::float8, \
+                "{now} {insert} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, $4::float8, \
                  $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint \
                  FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
                  WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text) \
-                 ORDER BY u.ord RETURNING id, {notify}::text AS notified"
+                 ORDER BY u.ord RETURNING id, {notify}::text AS notified",
+                now = now_cte!("$6")
             ),
         }
-    }
-}
-
-/// `ready` as (absolute run_at, delay): the statement takes
-/// `coalesce(run_at, now + delay)` so both forms share one clock read.
-fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
-    match ready {
-        ReadyAt::Now => (None, 0),
-        ReadyAt::Delay(d) => (None, d),
-        ReadyAt::At(t) => (Some(t), 0),
     }
 }
 
@@ -72,7 +60,7 @@ fn ready_parts(ready: ReadyAt) -> (Option<i64>, i64) {
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
 pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
     if let [job] = jobs {
-        let (run_at, delay) = ready_parts(job.ready);
+        let (run_at, delay) = job.ready.parts();
         let max_attempts = job.max_attempts.unwrap_or(opts.max_attempts);
         let expires = job.expires_s;
         let row = cx
@@ -98,7 +86,7 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
     let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
     let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
     let budgets: Vec<i64> = jobs.iter().map(|j| j.max_attempts.unwrap_or(opts.max_attempts)).collect();
-    let (run_ats, delays): (Vec<Option<i64>>, Vec<i64>) = jobs.iter().map(|j| ready_parts(j.ready)).unzip();
+    let (run_ats, delays): (Vec<Option<i64>>, Vec<i64>) = jobs.iter().map(|j| j.ready.parts()).unzip();
     let expires: Vec<Option<i64>> = jobs.iter().map(|j| j.expires_s).collect();
     let rows = cx
         .query(

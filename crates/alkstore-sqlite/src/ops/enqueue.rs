@@ -1,6 +1,6 @@
 //! `enqueue` / `enqueue_many`: stamping the queue's options onto new rows.
 
-use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, ReadyAt, Result, SqlValue, Tx};
+use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, Result, SqlValue, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::{atomic, Scope};
@@ -53,11 +53,7 @@ pub(crate) fn enqueue(
 
 #[inline]
 fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &NewJob) -> Result<i64> {
-    let (at, delay) = match job.ready {
-        ReadyAt::Now => (None, 0),
-        ReadyAt::Delay(d) => (None, d),
-        ReadyAt::At(t) => (Some(t), 0),
-    };
+    let (at, delay) = job.ready.parts();
     let mut stmt = conn.prepare_cached(ENQUEUE).db()?;
     stmt.execute(params![
         queue,
