@@ -11,6 +11,8 @@ import json
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -226,3 +228,57 @@ def test_django_connection_carries_the_job_in_transaction_atomic(
     result = json.loads(out.stdout)
     assert (result["after_rollback"], result["seen_inside"]) == (False, False), "only with the commit"
     assert (result["claimed"], result["ids_ascend"]) == (["a@b", "now"], True)
+
+
+def test_a_stream_event_commits_with_the_callers_transaction(
+    store: alkstore.Store, target: Target, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    events = store.stream("orders")
+    assert events.publish({"n": 1}) == 1
+    events.publish({}, conn=app)
+    app.rollback()
+    assert events.read(after=1) == [], "rolled back, and its offset with it"
+    mine = events.publish({"n": 2}, key="o-2", conn=app)
+    assert events.read(after=1) == [], "not before the caller commits"
+    app.commit()
+    assert mine == 2 and events.publish({"n": 3}) == 3, "offsets run on across both connections"
+    assert [(e.offset, e.key, e.payload) for e in events.read()] == [
+        (1, None, {"n": 1}),
+        (2, "o-2", {"n": 2}),
+        (3, None, {"n": 3}),
+    ]
+    # The head outlives the events: trimming everything reuses no offset, on either connection.
+    events.trim_to(4)
+    assert events.publish({}, conn=app) == 4
+    app.commit()
+    assert events.publish({}) == 5
+    with pytest.raises(ValueError, match="max_payload_bytes"):
+        events.publish("x" * (2 << 20), conn=app)
+    with store.transaction() as tx, pytest.raises(TypeError, match="not both"):
+        events.publish({}, tx=tx, conn=app)
+
+
+def test_a_subscriber_wakes_when_the_caller_commits_an_event(
+    store: alkstore.Store, target: Target, app: sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
+) -> None:
+    reader = target.open(poll_interval_s=30.0)
+    stop = alkstore.StopToken()
+    got: list[int] = []
+
+    def read_one() -> None:
+        for event in reader.stream("orders").subscribe("c", stop=stop):
+            got.append(event.offset)
+            return
+
+    t = threading.Thread(target=read_one)
+    t.start()
+    time.sleep(0.5)
+    try:
+        offset = store.stream("orders").publish({"n": 1}, conn=app)
+        app.commit()
+        t.join(timeout=20)
+    finally:
+        stop.stop()
+        t.join(timeout=20)
+        reader.close()
+    assert got == [offset], "only the commit's wake explains a prompt read under a 30 s poll"

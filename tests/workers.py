@@ -11,7 +11,7 @@ from alkstore import JobHandle, StopToken, Worker
 from tests.conftest import Target
 from tests.scheduling import wait_until as wait_for
 
-__all__ = ["claimed_after", "running", "wait_for"]
+__all__ = ["claimed_after", "running", "wait_for", "waiting_claim"]
 
 
 @contextmanager
@@ -38,19 +38,31 @@ def running(worker: Worker, stop: StopToken | None = None) -> Iterator[StopToken
         raise errors[0]
 
 
-def claimed_after(target: Target, queue: str, commit: Callable[[], int]) -> tuple[JobHandle | None, int]:
-    """Waits on ``queue`` in another store handle, with a 30 s poll interval so
-    only a wake can explain a prompt claim, while ``commit`` (run after the
-    waiter is in place) enqueues and commits one job and returns its id."""
+@contextmanager
+def waiting_claim(target: Target, queue: str) -> Iterator[Callable[[], JobHandle | None]]:
+    """A claimer waiting on ``queue`` in another store handle, with a 30 s poll
+    interval so only a wake can explain a prompt claim. The block commits a job;
+    the function it gets joins the claimer and returns what it claimed."""
     waiting = target.open(poll_interval_s=30.0)
-    q = waiting.queue(queue)
     got: list[JobHandle | None] = []
-    t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=20)))
+    t = threading.Thread(target=lambda: got.append(waiting.queue(queue).claim("w", timeout=20)))
     t.start()
     time.sleep(0.5)
+
+    def claimed() -> JobHandle | None:
+        t.join(timeout=25)
+        return got[0] if got else None
+
     try:
-        job_id = commit()
+        yield claimed
     finally:
         t.join(timeout=25)
         waiting.close()
-    return (got[0] if got else None), job_id
+
+
+def claimed_after(target: Target, queue: str, commit: Callable[[], int]) -> tuple[JobHandle | None, int]:
+    """What a waiting claimer (:func:`waiting_claim`) got once ``commit`` enqueued
+    and committed one job, and that job's id."""
+    with waiting_claim(target, queue) as claimed:
+        job_id = commit()
+        return claimed(), job_id

@@ -3,14 +3,18 @@
 The core renders one guarded statement in the driver's placeholder style; an
 adapter here only runs it on the caller's connection and hands back the ids,
 never beginning, committing or rolling back. Drivers are recognised by their
-module, so none is imported by ``import alkstore``.
+module, so none is imported by ``import alkstore``. Async drivers have async
+adapters (``run`` and ``location`` are coroutines), used by ``aenqueue``,
+``aenqueue_many`` and ``apublish``.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 #: What ``conn=`` takes, per engine, as the TypeError lists it.
 ACCEPTED = {
@@ -20,6 +24,15 @@ ACCEPTED = {
     ),
     "postgres": (
         "a psycopg (3) Connection or Cursor, a SQLAlchemy Connection or Session, or a Django connection"
+    ),
+}
+
+#: What ``conn=`` takes in the async calls (``aenqueue``, ``aenqueue_many``, ``apublish``).
+ACCEPTED_ASYNC = {
+    "sqlite": "a SQLAlchemy AsyncConnection or AsyncSession (sqlite+aiosqlite) on the store's file",
+    "postgres": (
+        "a psycopg (3) AsyncConnection or AsyncCursor, an asyncpg Connection, "
+        "or a SQLAlchemy AsyncConnection or AsyncSession"
     ),
 }
 
@@ -34,8 +47,14 @@ def _missing_store(e: BaseException) -> bool:
     """Whether a driver error says the store's tables are not on that database at all."""
     if isinstance(e, sqlite3.OperationalError):
         return "no such table: __alkstore" in str(e)
-    psycopg = type(e).__module__.startswith("psycopg")
-    return psycopg and type(e).__name__ in {"UndefinedTable", "InvalidSchemaName"}
+    # psycopg's and asyncpg's errors for SQLSTATE 42P01 and 3F000 share these names.
+    driver = type(e).__module__.split(".")[0] in {"psycopg", "asyncpg"}
+    return driver and type(e).__name__ in {
+        "UndefinedTable",
+        "UndefinedTableError",
+        "InvalidSchemaName",
+        "InvalidSchemaNameError",
+    }
 
 
 Params = Sequence[object] | Mapping[str, object]
@@ -47,6 +66,14 @@ class Adapter(Protocol):
     def run(self, sql: str, params: Params) -> list[int]: ...
 
     def location(self) -> str: ...
+
+
+class AsyncAdapter(Protocol):
+    paramstyle: str
+
+    async def run(self, sql: str, params: Params) -> list[int]: ...
+
+    async def location(self) -> str: ...
 
 
 class _Sqlite3:
@@ -159,22 +186,175 @@ class _Django:
         return f"the Django database {self._conn.alias!r} ({self._conn.settings_dict.get('NAME')!r})"
 
 
-def adapter(conn: object, engine: str) -> Adapter:
-    """The adapter for ``conn`` on a store of ``engine``; a TypeError naming what is accepted."""
+class _AsyncPsycopg:
+    """psycopg 3's AsyncConnection, or an AsyncCursor whose connection is used."""
+
+    paramstyle = "format"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def run(self, sql: str, params: Params) -> list[int]:
+        from psycopg import Error
+
+        try:
+            rows = await (await self._conn.execute(sql, params)).fetchall()
+        except Error as e:
+            if _missing_store(e):
+                return []
+            raise
+        return [int(r[0]) for r in rows]
+
+    async def location(self) -> str:
+        return _Psycopg(self._conn).location()
+
+
+class _Asyncpg:
+    """An asyncpg Connection (or a pool's connection proxy): ``fetch`` with ``$N``."""
+
+    paramstyle = "dollar"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    async def run(self, sql: str, params: Params) -> list[int]:
+        from asyncpg import PostgresError
+
+        try:
+            rows = await self._conn.fetch(sql, *params)
+        except PostgresError as e:
+            if _missing_store(e):
+                return []
+            raise
+        return [int(r[0]) for r in rows]
+
+    async def location(self) -> str:
+        # asyncpg has no public view of where it connected, and a query cannot
+        # ask: the failed statement may have aborted the caller's transaction.
+        # Its connection parameters say it; anything unexpected there says less.
+        params, addr = getattr(self._conn, "_params", None), getattr(self._conn, "_addr", None)
+        database = getattr(params, "database", None)
+        where = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) and len(addr) == 2 else str(addr)
+        return f"database {database!r} on {where}" if database else "another database (asyncpg)"
+
+
+class _AsyncSqlAlchemy:
+    """A SQLAlchemy AsyncConnection, or an AsyncSession's connection (its current transaction)."""
+
+    def __init__(self, conn: Any, dialect: Any, url: Any) -> None:
+        self._conn = conn
+        self._url = url
+        self.paramstyle: str = "dollar" if dialect.paramstyle == "numeric_dollar" else dialect.paramstyle
+
+    async def run(self, sql: str, params: Params) -> list[int]:
+        from sqlalchemy import exc
+        from sqlalchemy.ext.asyncio import AsyncSession
+
+        conn = await self._conn.connection() if isinstance(self._conn, AsyncSession) else self._conn
+        args = params if isinstance(params, Mapping) else tuple(params)
+        try:
+            result = await conn.exec_driver_sql(sql, args)
+        except exc.DBAPIError as e:
+            # asyncpg's error sits one adapter deeper than a sync driver's.
+            orig = e.orig.__cause__ if e.orig is not None and e.orig.__cause__ is not None else e.orig
+            if orig is not None and _missing_store(orig):
+                return []
+            raise
+        return [int(r[0]) for r in result.fetchall()]
+
+    async def location(self) -> str:
+        return f"the database at {self._url.render_as_string(hide_password=True)}"
+
+
+def _async_sqlalchemy(conn: object, engine: str) -> _AsyncSqlAlchemy | None:
+    """The adapter when ``conn`` is a SQLAlchemy AsyncConnection or AsyncSession of this engine's dialect."""
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+
+    if isinstance(conn, AsyncSession):
+        bind = conn.sync_session.get_bind()
+        dialect, url = bind.dialect, bind.engine.url
+    elif isinstance(conn, AsyncConnection):
+        dialect, url = conn.dialect, conn.engine.url
+    else:
+        return None
+    return _AsyncSqlAlchemy(conn, dialect, url) if dialect.name == DIALECTS[engine] else None
+
+
+def _sync_adapter(conn: object, engine: str) -> Adapter | None:
     kind = type(conn)
-    module = kind.__module__
-    package = module.split(".")[0]
+    package = kind.__module__.split(".")[0]
     if engine == "sqlite" and isinstance(conn, (sqlite3.Connection, sqlite3.Cursor)):
         return _Sqlite3(conn)
-    if engine == "postgres" and package == "psycopg" and kind.__name__ in {"Connection", "Cursor"}:
-        return _Psycopg(conn)
+    if engine == "postgres" and package == "psycopg":
+        from psycopg import Connection, Cursor, ServerCursor
+
+        if isinstance(conn, (Connection, Cursor)) and not isinstance(conn, ServerCursor):
+            return _Psycopg(conn)
     if package == "sqlalchemy" and (found := _sqlalchemy(conn, engine)) is not None:
         return found
     # `django.db.connection` is a proxy (django.utils.connection); `connections[alias]`
     # a backend's DatabaseWrapper. Both answer `vendor`.
     if package == "django" and getattr(conn, "vendor", None) == VENDORS[engine]:
         return _Django(conn)
+    return None
+
+
+def _async_adapter(conn: object, engine: str) -> AsyncAdapter | None:
+    kind = type(conn)
+    package = kind.__module__.split(".")[0]
+    if engine == "postgres" and package == "psycopg":
+        from psycopg import AsyncConnection, AsyncCursor, AsyncServerCursor
+
+        if isinstance(conn, (AsyncConnection, AsyncCursor)) and not isinstance(conn, AsyncServerCursor):
+            return _AsyncPsycopg(conn)
+    if engine == "postgres" and package == "asyncpg":
+        from asyncpg import Connection
+        from asyncpg.pool import PoolConnectionProxy
+
+        if isinstance(conn, (Connection, PoolConnectionProxy)):
+            return _Asyncpg(conn)
+    if package == "sqlalchemy" and (found := _async_sqlalchemy(conn, engine)) is not None:
+        return found
+    return None
+
+
+def adapter(conn: object, engine: str, asynchronous: bool) -> Adapter | AsyncAdapter:
+    """The adapter for ``conn`` on a store of ``engine``, for a sync call (``enqueue``)
+    or an async one (``aenqueue``); a TypeError naming what that call accepts."""
+    found = _async_adapter(conn, engine) if asynchronous else _sync_adapter(conn, engine)
+    if found is not None:
+        return found
+    kind = type(conn)
+    got = f"{kind.__module__}.{kind.__qualname__}"
+    if asynchronous:
+        other = (
+            "; it is a sync connection: use enqueue/enqueue_many/publish"
+            if _sync_adapter(conn, engine)
+            else ""
+        )
+        raise TypeError(
+            f"conn= of an async call takes {ACCEPTED_ASYNC[engine]} for this {engine} store, got {got}{other}"
+        )
+    other = (
+        "; it is an async connection: use aenqueue/aenqueue_many/apublish"
+        if _async_adapter(conn, engine)
+        else ""
+    )
     raise TypeError(
-        f"conn= takes {ACCEPTED[engine]} for this {engine} store, got {module}.{kind.__qualname__}; "
+        f"conn= takes {ACCEPTED[engine]} for this {engine} store, got {got}{other}; "
         "to enqueue in alkstore's own transaction pass tx= instead"
     )
+
+
+async def arun(
+    adapter: AsyncAdapter, sql: str, params: Params, n: int, land: Callable[[list[int], str | None], T]
+) -> T:
+    """Runs the statement on an async driver; ``land`` (the binding) checks and shapes the ids,
+    with the caller's database named only when fewer rows than ``n`` came back."""
+    ids = await adapter.run(sql, params)
+    return land(ids, None if len(ids) == n else await adapter.location())
+
+
+async def ready(value: T) -> T:
+    """An awaitable of a value already known (an async call that had nothing to write)."""
+    return value

@@ -145,6 +145,28 @@ class Queue:
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> list[int]: ...
+    def aenqueue(
+        self,
+        payload: _JSON,
+        *,
+        delay: _Duration | None = None,
+        run_at: datetime | _Seconds | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        expires: _Duration | None = None,
+        conn: object | None = None,
+    ) -> Awaitable[int]: ...
+    def aenqueue_many(
+        self,
+        payloads: Iterable[_JSON],
+        *,
+        delay: _Duration | None = None,
+        run_at: datetime | _Seconds | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        expires: _Duration | None = None,
+        conn: object | None = None,
+    ) -> Awaitable[list[int]]: ...
     def claim(
         self, worker_id: str, *, timeout: _Duration | None = 0, stop: StopToken | None = None
     ) -> JobHandle | None: ...
@@ -334,7 +356,17 @@ class Lock:
 class Stream:
     @property
     def name(self) -> str: ...
-    def publish(self, payload: _JSON, *, key: str | None = None, tx: Transaction | None = None) -> int: ...
+    def publish(
+        self,
+        payload: _JSON,
+        *,
+        key: str | None = None,
+        tx: Transaction | None = None,
+        conn: object | None = None,
+    ) -> int: ...
+    def apublish(
+        self, payload: _JSON, *, key: str | None = None, conn: object | None = None
+    ) -> Awaitable[int]: ...
     def read(self, after: int = 0, limit: int = 1000, tx: Transaction | None = None) -> list[Event]: ...
     def save_offset(self, consumer: str, offset: int, tx: Transaction | None = None) -> None: ...
     def get_offset(self, consumer: str, tx: Transaction | None = None) -> int: ...

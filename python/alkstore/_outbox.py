@@ -85,6 +85,18 @@ class Outbox:
         connection, ADR 0015) it lands only if that transaction commits."""
         return self._queue.enqueue(payload, delay=delay, priority=priority, expires=expires, tx=tx, conn=conn)
 
+    def aenqueue(
+        self,
+        payload: Any,
+        *,
+        delay: float | timedelta | None = None,
+        priority: int = 0,
+        expires: float | timedelta | None = None,
+        conn: object | None = None,
+    ) -> Awaitable[int]:
+        """``enqueue`` for async code: on your async driver's ``conn=``, or on a thread."""
+        return self._queue.aenqueue(payload, delay=delay, priority=priority, expires=expires, conn=conn)
+
     # ------------------------------------------------------------ relaying
     def deliver(
         self,

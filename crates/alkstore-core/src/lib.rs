@@ -30,7 +30,7 @@ pub use engine::paramstyle::{ParamStyle, Rendered};
 pub use engine::queue::{foreign_params, foreign_rows, CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
-pub use engine::streams::{Event, StreamOps};
+pub use engine::streams::{foreign_publish_params, Event, StreamOps};
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
 pub use open::options::{parse_options, EngineOptions, OpenOptions, OptValue};

@@ -1,50 +1,154 @@
-//! `conn=` (ADR 0015): core renders the enqueue for the caller's driver, and
-//! `alkstore._conn` picks the adapter that runs it on the caller's own
-//! connection. This file only carries values between the two and turns "no
-//! row came back" into the mismatch error.
+//! `conn=` (ADR 0015): core renders the statement for the caller's driver,
+//! and `alkstore._conn` picks the adapter that runs it on the caller's own
+//! connection. This file only carries values between the two, awaits through
+//! `_conn.arun` for async drivers, and turns "fewer rows than asked" into the
+//! mismatch error.
 
-use alkstore_core::{Error, NewJob, ParamStyle, QueueOpts, SqlValue, Store as CoreStore};
+use std::sync::{Arc, Mutex};
+
+use alkstore_core::{Error, ParamStyle, Rendered, SqlValue, Store as CoreStore};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyCFunction, PyDict, PyList, PyTuple};
 
 use crate::errors::IntoPyResult;
 use crate::tx::value_to_py;
 
-/// Enqueues `jobs` on `conn`, in whatever transaction it has open; the ids in input order.
-pub(crate) fn enqueue_on(
-    py: Python<'_>,
-    store: &CoreStore,
-    queue: &str,
-    opts: &QueueOpts,
-    jobs: &[NewJob],
-    conn: &Bound<'_, PyAny>,
-) -> PyResult<Vec<i64>> {
-    let adapter = py.import("alkstore._conn")?.call_method1("adapter", (conn, store.engine_kind()))?;
+/// Whether the caller waits on the driver (`enqueue`) or awaits it (`aenqueue`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    Sync,
+    Async,
+}
+
+/// What the caller gets back: one id (`enqueue`, `publish`) or the list (`enqueue_many`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    One,
+    Many,
+}
+
+/// The caller's connection, wrapped in its adapter.
+pub(crate) struct Conn<'py> {
+    adapter: Bound<'py, PyAny>,
+    /// The driver's placeholder style, for core to render in.
+    pub(crate) style: ParamStyle,
+    call: Call,
+}
+
+/// The adapter for `conn` on this store; a TypeError (from `_conn.adapter`)
+/// naming what `call` accepts.
+pub(crate) fn conn<'py>(store: &CoreStore, conn: &Bound<'py, PyAny>, call: Call) -> PyResult<Conn<'py>> {
+    let py = conn.py();
+    let adapter =
+        py.import("alkstore._conn")?.call_method1("adapter", (conn, store.engine_kind(), call == Call::Async))?;
     let style = ParamStyle::parse(&adapter.getattr("paramstyle")?.extract::<String>()?).py()?;
-    let Some(r) = store.foreign_enqueue(queue, opts, jobs, style).py()? else {
-        return Ok(Vec::new());
+    Ok(Conn { adapter, style, call })
+}
+
+/// Runs `rendered` (None: nothing to write) on the caller's connection,
+/// expecting `n` rows. Sync: the ids (or id) now. Async: an awaitable of them.
+pub(crate) fn run(
+    py: Python<'_>,
+    store: &Arc<CoreStore>,
+    conn: &Conn<'_>,
+    rendered: Option<Rendered>,
+    n: usize,
+    shape: Shape,
+) -> PyResult<Py<PyAny>> {
+    let Conn { adapter, style, call } = conn;
+    let call = *call;
+    let landing = Landing { store: store.clone(), n, shape };
+    let Some(r) = rendered else {
+        let none = landing.land(py, Vec::new(), None)?;
+        return match call {
+            Call::Sync => Ok(none),
+            Call::Async => Ok(py.import("alkstore._conn")?.call_method1("ready", (none,))?.unbind()),
+        };
     };
-    let params = if style.by_name() {
+    let params = params(py, r.params, style.by_name())?;
+    match call {
+        Call::Sync => {
+            let ids: Vec<i64> = adapter.call_method1("run", (r.sql, params))?.extract()?;
+            let theirs =
+                if ids.len() == n { None } else { Some(adapter.call_method0("location")?.extract::<String>()?) };
+            landing.land(py, ids, theirs)
+        }
+        Call::Async => {
+            let land = PyCFunction::new_closure(py, None, None, move |args: &Bound<'_, PyTuple>, _| {
+                let (ids, theirs): (Vec<i64>, Option<String>) = args.extract()?;
+                landing.land(args.py(), ids, theirs)
+            })?;
+            let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, r.sql, params, n, land))?;
+            Ok(coro.unbind())
+        }
+    }
+}
+
+/// An awaitable that runs `f` on a thread of the event loop's default
+/// executor (`asyncio.to_thread`): the async calls without `conn=`, which
+/// write through the store's own connection and must not block the loop.
+pub(crate) fn to_thread<F>(py: Python<'_>, f: F) -> PyResult<Py<PyAny>>
+where
+    F: FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let once = Mutex::new(Some(f));
+    let call = PyCFunction::new_closure(py, None, None, move |args: &Bound<'_, PyTuple>, _| {
+        let f = once.lock().map_err(|_| PyRuntimeError::new_err("poisoned"))?.take();
+        match f {
+            Some(f) => f(args.py()),
+            None => Err(PyRuntimeError::new_err("this awaitable already ran")),
+        }
+    })?;
+    Ok(py.import("asyncio")?.call_method1("to_thread", (call,))?.unbind())
+}
+
+/// The TypeError for `tx=` and `conn=` together.
+pub(crate) fn tx_and_conn() -> PyErr {
+    PyTypeError::new_err("pass tx= (alkstore's transaction) or conn= (your own connection), not both")
+}
+
+/// The values as the driver takes them: a dict of `pN` for the named styles, else a list.
+fn params(py: Python<'_>, values: Vec<SqlValue>, by_name: bool) -> PyResult<Bound<'_, PyAny>> {
+    if by_name {
         let d = PyDict::new(py);
-        for (i, v) in r.params.into_iter().enumerate() {
+        for (i, v) in values.into_iter().enumerate() {
             d.set_item(format!("p{}", i + 1), value_to_py(py, v)?)?;
         }
-        d.into_any()
-    } else {
-        let values: Vec<Py<PyAny>> =
-            r.params.into_iter().map(|v: SqlValue| value_to_py(py, v)).collect::<PyResult<_>>()?;
-        PyList::new(py, values)?.into_any()
-    };
-    let mut ids: Vec<i64> = adapter.call_method1("run", (r.sql, params))?.extract()?;
-    if ids.len() != jobs.len() {
-        let theirs: String = adapter.call_method0("location")?.extract()?;
-        return Err(Error::Transaction(format!(
-            "conn= reaches {theirs}, not this store ({}): nothing was enqueued",
-            store.engine().location()
-        )))
-        .py();
+        return Ok(d.into_any());
     }
-    // Ids ascend in input order (the engines allocate them so); RETURNING's order is not promised.
-    ids.sort_unstable();
-    Ok(ids)
+    let values: Vec<Py<PyAny>> = values.into_iter().map(|v| value_to_py(py, v)).collect::<PyResult<_>>()?;
+    Ok(PyList::new(py, values)?.into_any())
+}
+
+/// Checks and shapes what the driver returned.
+struct Landing {
+    store: Arc<CoreStore>,
+    n: usize,
+    shape: Shape,
+}
+
+impl Landing {
+    /// `theirs` names the caller's database; it is asked for only when rows are missing.
+    fn land(&self, py: Python<'_>, mut ids: Vec<i64>, theirs: Option<String>) -> PyResult<Py<PyAny>> {
+        if ids.len() != self.n {
+            let theirs = theirs.unwrap_or_else(|| "another database".into());
+            return Err(Error::Transaction(format!(
+                "conn= reaches {theirs}, not this store ({}): nothing was written",
+                self.store.engine().location()
+            )))
+            .py();
+        }
+        // Ids ascend in input order (the engines allocate them so); RETURNING's order is not promised.
+        ids.sort_unstable();
+        shaped(py, ids, self.shape)
+    }
+}
+
+/// `ids` as the caller gets them: the one id, or the list.
+pub(crate) fn shaped(py: Python<'_>, ids: Vec<i64>, shape: Shape) -> PyResult<Py<PyAny>> {
+    match shape {
+        Shape::One => Ok(ids[0].into_pyobject(py)?.into_any().unbind()),
+        Shape::Many => Ok(PyList::new(py, ids)?.into_any().unbind()),
+    }
 }

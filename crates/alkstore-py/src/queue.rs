@@ -12,7 +12,7 @@ use pyo3::types::PyList;
 
 use crate::convert::{instant, int_in, integer, items, opt_duration, Int};
 use crate::errors::IntoPyResult;
-use crate::foreign;
+use crate::foreign::{self, Call, Shape};
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::json;
@@ -65,6 +65,15 @@ impl JobOpts {
             _ => None,
         };
         Ok(JobOpts { ready, priority, max_attempts, expires_s: opt_duration(expires, "expires")? })
+    }
+
+    /// One job per payload of the iterable `payloads`, each encoded (and so checked) first.
+    fn jobs(&self, payloads: &Bound<'_, PyAny>) -> PyResult<Vec<NewJob>> {
+        let mut jobs = Vec::new();
+        for p in items(payloads, "payloads", "JSON payloads")? {
+            jobs.push(self.job(json::encode(&p?)?));
+        }
+        Ok(jobs)
     }
 
     fn job(&self, payload: String) -> NewJob {
@@ -124,16 +133,51 @@ impl Queue {
         &self,
         py: Python<'_>,
         jobs: &[NewJob],
+        shape: Shape,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<i64>> {
+    ) -> PyResult<Py<PyAny>> {
         match (tx, conn) {
-            (Some(_), Some(_)) => {
-                Err(PyTypeError::new_err("pass tx= (alkstore's transaction) or conn= (your own connection), not both"))
+            (Some(_), Some(_)) => Err(foreign::tx_and_conn()),
+            (None, Some(c)) => self.on_conn(py, jobs, shape, c, Call::Sync),
+            (tx, None) => {
+                let ids = run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, jobs))?;
+                foreign::shaped(py, ids, shape)
             }
-            (None, Some(c)) => foreign::enqueue_on(py, &self.store, &self.name, &self.opts, jobs, c),
-            (tx, None) => run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, jobs)),
         }
+    }
+
+    /// `aenqueue`/`aenqueue_many`: on the caller's async `conn`, or on the
+    /// store's own connection from a thread, so the event loop never waits.
+    fn aput(
+        &self,
+        py: Python<'_>,
+        jobs: Vec<NewJob>,
+        shape: Shape,
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Some(c) = conn {
+            return self.on_conn(py, &jobs, shape, c, Call::Async);
+        }
+        let (store, name, opts) = (self.store.clone(), self.name.clone(), self.opts);
+        foreign::to_thread(py, move |py| {
+            let ids = run(py, &store, None, |t| store.enqueue(t, &name, &opts, &jobs))?;
+            foreign::shaped(py, ids, shape)
+        })
+    }
+
+    /// The enqueue rendered for `conn`'s driver and run there (ADR 0015).
+    fn on_conn(
+        &self,
+        py: Python<'_>,
+        jobs: &[NewJob],
+        shape: Shape,
+        conn: &Bound<'_, PyAny>,
+        call: Call,
+    ) -> PyResult<Py<PyAny>> {
+        let c = foreign::conn(&self.store, conn, call)?;
+        let rendered = self.store.foreign_enqueue(&self.name, &self.opts, jobs, c.style).py()?;
+        foreign::run(py, &self.store, &c, rendered, jobs.len(), shape)
     }
 
     fn handles(&self, claimed: Vec<Claimed>) -> Vec<JobHandle> {
@@ -163,11 +207,27 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<i64> {
+    ) -> PyResult<Py<PyAny>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        let jobs = [o.job(json::encode(payload)?)];
-        let ids = self.put(py, &jobs, tx, conn)?;
-        Ok(ids[0])
+        self.put(py, &[o.job(json::encode(payload)?)], Shape::One, tx, conn)
+    }
+
+    /// `enqueue` for async code: on an async driver's `conn`, or on a thread.
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, conn=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn aenqueue(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        delay: Option<&Bound<'_, PyAny>>,
+        run_at: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
+        self.aput(py, vec![o.job(json::encode(payload)?)], Shape::One, conn)
     }
 
     /// Adds many jobs in one transaction, validating every payload first.
@@ -184,13 +244,27 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Vec<i64>> {
-        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        let mut jobs = Vec::new();
-        for p in items(payloads, "payloads", "JSON payloads")? {
-            jobs.push(o.job(json::encode(&p?)?));
-        }
-        self.put(py, &jobs, tx, conn)
+    ) -> PyResult<Py<PyAny>> {
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads)?;
+        self.put(py, &jobs, Shape::Many, tx, conn)
+    }
+
+    /// `enqueue_many` for async code: on an async driver's `conn`, or on a thread.
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, conn=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn aenqueue_many(
+        &self,
+        py: Python<'_>,
+        payloads: &Bound<'_, PyAny>,
+        delay: Option<&Bound<'_, PyAny>>,
+        run_at: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        expires: Option<&Bound<'_, PyAny>>,
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads)?;
+        self.aput(py, jobs, Shape::Many, conn)
     }
 
     /// Claims one job: `timeout=0` looks once, seconds wait up to that long

@@ -10,6 +10,7 @@ use pyo3::types::PyList;
 use crate::convert::Int;
 use crate::errors::IntoPyResult;
 use crate::event::Event;
+use crate::foreign::{self, Call, Shape};
 use crate::json;
 use crate::stop::StopToken;
 use crate::subscription::Subscription;
@@ -26,6 +27,21 @@ impl Stream {
     pub(crate) fn new(store: Arc<CoreStore>, name: String) -> Self {
         Stream { store, name }
     }
+
+    /// The publish rendered for `conn`'s driver and run there (ADR 0015).
+    fn on_conn(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        key: Option<&str>,
+        conn: &Bound<'_, PyAny>,
+        call: Call,
+    ) -> PyResult<Py<PyAny>> {
+        let c = foreign::conn(&self.store, conn, call)?;
+        let payload = json::encode(payload)?;
+        let rendered = self.store.foreign_publish(&self.name, key, &payload, c.style).py()?;
+        foreign::run(py, &self.store, &c, Some(rendered), 1, Shape::One)
+    }
 }
 
 #[pymethods]
@@ -36,17 +52,46 @@ impl Stream {
         &self.name
     }
 
-    /// Appends one event; returns its offset.
-    #[pyo3(signature = (payload, *, key=None, tx=None))]
+    /// Appends one event; returns its offset. In `tx` (alkstore's
+    /// transaction) or on `conn` (your own connection) it lands only if that
+    /// transaction commits.
+    #[pyo3(signature = (payload, *, key=None, tx=None, conn=None))]
     fn publish(
         &self,
         py: Python<'_>,
         payload: &Bound<'_, PyAny>,
         key: Option<&str>,
         tx: Option<&Bound<'_, Transaction>>,
-    ) -> PyResult<i64> {
-        let payload = json::encode(payload)?;
-        run(py, &self.store, tx, |t| self.store.publish(t, &self.name, key, &payload))
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        match (tx, conn) {
+            (Some(_), Some(_)) => Err(foreign::tx_and_conn()),
+            (None, Some(c)) => self.on_conn(py, payload, key, c, Call::Sync),
+            (tx, None) => {
+                let payload = json::encode(payload)?;
+                let offset = run(py, &self.store, tx, |t| self.store.publish(t, &self.name, key, &payload))?;
+                Ok(offset.into_pyobject(py)?.into_any().unbind())
+            }
+        }
+    }
+
+    /// `publish` for async code: on an async driver's `conn`, or on a thread.
+    #[pyo3(signature = (payload, *, key=None, conn=None))]
+    fn apublish(
+        &self,
+        py: Python<'_>,
+        payload: &Bound<'_, PyAny>,
+        key: Option<String>,
+        conn: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Some(c) = conn {
+            return self.on_conn(py, payload, key.as_deref(), c, Call::Async);
+        }
+        let (store, name, payload) = (self.store.clone(), self.name.clone(), json::encode(payload)?);
+        foreign::to_thread(py, move |py| {
+            let offset = run(py, &store, None, |t| store.publish(t, &name, key.as_deref(), &payload))?;
+            Ok(offset.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Events with an offset above `after`, ascending, at most `limit` (1..=`MAX_READ`, 1000).

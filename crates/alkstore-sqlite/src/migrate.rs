@@ -15,6 +15,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
     (4, include_str!("migrations/0004_store_id.sql")),
+    (5, include_str!("migrations/0005_stream_head_follows.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

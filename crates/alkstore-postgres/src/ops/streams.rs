@@ -15,8 +15,9 @@
 //! outside a caller transaction it is its own transaction and the lock is
 //! held only for that statement.
 
-use alkstore_core::{Event, Result, StreamOps, Tx};
+use alkstore_core::{foreign_publish_params, Engine, Event, Result, SqlValue, StreamOps, Tx};
 
+use crate::conn::{now_cte, NOW};
 use crate::engine::PgEngine;
 use crate::rows::col;
 
@@ -25,6 +26,11 @@ use crate::rows::col;
 pub(crate) struct Sql {
     /// Head upsert + insert + wake: `$1` clock offset, `$2` stream, `$3` key, `$4` payload.
     pub(crate) publish: String,
+    /// `publish` for a caller's own connection (ADR 0015): the head upsert
+    /// only where the connection reaches this store. `$1` store_id, `$2`
+    /// stream, `$3` key, `$4` payload, `$5` clock offset
+    /// (`alkstore_core::foreign_publish_params`).
+    pub(crate) foreign_publish: String,
     /// `$1` stream, `$2` after, `$3` limit.
     pub(crate) read: String,
     /// Monotonic upsert: `$1` stream, `$2` consumer, `$3` offset.
@@ -41,17 +47,26 @@ impl Sql {
         // The stream name is the payload: repeats within one transaction
         // fold into one.
         let notify = format!("pg_notify('{channel}', $2::text)");
-        Sql {
-            publish: format!(
-                "WITH n AS MATERIALIZED ( \
-                   SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
-                 head AS ( \
-                   INSERT INTO {s}.stream_heads AS h (stream, last_seq) VALUES ($2::text, 1) \
-                   ON CONFLICT (stream) DO UPDATE SET last_seq = h.last_seq + 1 RETURNING h.last_seq), \
+        let event = |head: &str| {
+            format!(
+                "head AS ({head} ON CONFLICT (stream) DO UPDATE SET last_seq = h.last_seq + 1 RETURNING h.last_seq), \
                  ev AS ( \
                    INSERT INTO {s}.stream_events (stream, seq, key, payload, published_at) \
-                   SELECT $2::text, head.last_seq, $3::text, $4::text, n.t FROM head, n RETURNING seq) \
-                 SELECT seq, {notify} FROM ev"
+                   SELECT $2::text, head.last_seq, $3::text, $4::text, n.t FROM head, n RETURNING seq)"
+            )
+        };
+        let heads = format!("INSERT INTO {s}.stream_heads AS h (stream, last_seq)");
+        Sql {
+            foreign_publish: format!(
+                "{now}, {ev} SELECT seq, {notify}::text AS notified FROM ev",
+                now = now_cte!("$5"),
+                ev = event(&format!(
+                    "{heads} SELECT $2::text, 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text"
+                )),
+            ),
+            publish: format!(
+                "{NOW}, {ev} SELECT seq, {notify} FROM ev",
+                ev = event(&format!("{heads} VALUES ($2::text, 1)")),
             ),
             read: format!(
                 "SELECT seq, key, payload, published_at FROM {s}.stream_events \
@@ -73,6 +88,12 @@ impl StreamOps for PgEngine {
             let row = cx.query_one(&cx.sql.streams.publish, &[&cx.offset, &stream, &key, &payload]).await?;
             col(&row, 0)
         })
+    }
+
+    fn foreign_publish(&self, stream: &str, key: Option<&str>, payload: &str) -> Result<(String, Vec<SqlValue>)> {
+        let offset = self.offset.load(std::sync::atomic::Ordering::SeqCst);
+        let params = foreign_publish_params(self.store_id(), stream, key, payload, offset);
+        Ok((self.sql.streams.foreign_publish.clone(), params))
     }
 
     fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {

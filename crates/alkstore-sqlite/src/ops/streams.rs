@@ -7,7 +7,7 @@
 //! in `__alkstore_stream_heads` keeps offsets from being reused after
 //! `trim_to` deletes the newest events.
 
-use alkstore_core::{Event, Result, StreamOps, Tx};
+use alkstore_core::{foreign_publish_params, Engine, Event, Result, SqlValue, StreamOps, Tx};
 use rusqlite::{params, Connection};
 
 use crate::conn::atomic;
@@ -23,6 +23,18 @@ ON CONFLICT (stream) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq";
 pub(crate) const PUBLISH_EVENT: &str = "\
 INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
 VALUES (?1, ?2, ?3, ?4, unixepoch() + ?5)";
+
+/// `publish` for a caller's own connection (ADR 0015), one statement: the
+/// event takes the offset after the head, and the trigger of migration 0005
+/// moves the head to it. The clock is `strftime('%s')`, as in the foreign
+/// enqueue (that connection's SQLite may be older). `$1` store_id, `$2`
+/// stream, `$3` key, `$4` payload, `$5` clock offset
+/// (`alkstore_core::foreign_publish_params`).
+pub(crate) const FOREIGN_PUBLISH: &str = "\
+INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
+SELECT $2, coalesce((SELECT last_seq FROM __alkstore_stream_heads WHERE stream = $2), 0) + 1, $3, $4, \
+CAST(strftime('%s', 'now') AS INTEGER) + $5 \
+WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 RETURNING seq";
 
 /// Events after `?2`, ascending, at most `?3`: a range scan of the primary key.
 pub(crate) const READ: &str = "\
@@ -73,6 +85,11 @@ impl StreamOps for SqliteEngine {
         let offset = self.offset();
         // Two statements: BEGIN IMMEDIATE on our own, a savepoint inside the caller's.
         SqliteEngine::write(self, tx, |c, scope| atomic(c, scope, |c| publish(c, offset, stream, key, payload)))
+    }
+
+    fn foreign_publish(&self, stream: &str, key: Option<&str>, payload: &str) -> Result<(String, Vec<SqlValue>)> {
+        let params = foreign_publish_params(self.store_id(), stream, key, payload, self.offset());
+        Ok((FOREIGN_PUBLISH.to_owned(), params))
     }
 
     fn read(&self, tx: Option<&mut dyn Tx>, stream: &str, after: i64, limit: usize) -> Result<Vec<Event>> {
