@@ -56,6 +56,7 @@ impl Rig {
                     priority: 0,
                     max_attempts: None,
                     expires_s: None,
+                    unique_key: None,
                 })
                 .collect();
             let ids = self.engine.enqueue(None, &self.queue, &opts, &jobs).expect("enqueue while filling");

@@ -59,11 +59,19 @@ def _missing_store(e: BaseException) -> bool:
 
 Params = Sequence[object] | Mapping[str, object]
 
+#: What a statement returns, per row: the id (or offset) and the unique key
+#: (the binding matches rows to jobs by key).
+Rows = list[tuple[int, str | None]]
+
+
+def _rows(rows: Sequence[Sequence[Any]]) -> Rows:
+    return [(int(r[0]), r[1]) for r in rows]
+
 
 class Adapter(Protocol):
     paramstyle: str
 
-    def run(self, sql: str, params: Params) -> list[int]: ...
+    def run(self, sql: str, params: Params) -> Rows: ...
 
     def location(self) -> str: ...
 
@@ -71,7 +79,7 @@ class Adapter(Protocol):
 class AsyncAdapter(Protocol):
     paramstyle: str
 
-    async def run(self, sql: str, params: Params) -> list[int]: ...
+    async def run(self, sql: str, params: Params) -> Rows: ...
 
     async def location(self) -> str: ...
 
@@ -84,14 +92,14 @@ class _Sqlite3:
     def __init__(self, conn: sqlite3.Connection | sqlite3.Cursor) -> None:
         self._conn = conn
 
-    def run(self, sql: str, params: Params) -> list[int]:
+    def run(self, sql: str, params: Params) -> Rows:
         try:
             rows = self._conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as e:
             if _missing_store(e):
                 return []  # not a store at all: the binding reports the mismatch
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     def location(self) -> str:
         conn = self._conn if isinstance(self._conn, sqlite3.Connection) else self._conn.connection
@@ -107,7 +115,7 @@ class _Psycopg:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def run(self, sql: str, params: Params) -> list[int]:
+    def run(self, sql: str, params: Params) -> Rows:
         from psycopg import Error
 
         try:
@@ -116,7 +124,7 @@ class _Psycopg:
             if _missing_store(e):
                 return []  # the store's schema is not on that database
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     def location(self) -> str:
         conn = getattr(self._conn, "connection", self._conn)
@@ -131,7 +139,7 @@ class _SqlAlchemy:
         self._conn = conn
         self.paramstyle: str = conn.dialect.paramstyle
 
-    def run(self, sql: str, params: Params) -> list[int]:
+    def run(self, sql: str, params: Params) -> Rows:
         from sqlalchemy import exc
 
         args = params if isinstance(params, Mapping) else tuple(params)
@@ -141,7 +149,7 @@ class _SqlAlchemy:
             if e.orig is not None and _missing_store(e.orig):
                 return []
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     def location(self) -> str:
         return f"the database at {self._conn.engine.url.render_as_string(hide_password=True)}"
@@ -169,7 +177,7 @@ class _Django:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    def run(self, sql: str, params: Params) -> list[int]:
+    def run(self, sql: str, params: Params) -> Rows:
         from django.db import DatabaseError
 
         try:
@@ -180,7 +188,7 @@ class _Django:
             if e.__cause__ is not None and _missing_store(e.__cause__):
                 return []
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     def location(self) -> str:
         return f"the Django database {self._conn.alias!r} ({self._conn.settings_dict.get('NAME')!r})"
@@ -194,7 +202,7 @@ class _AsyncPsycopg:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    async def run(self, sql: str, params: Params) -> list[int]:
+    async def run(self, sql: str, params: Params) -> Rows:
         from psycopg import Error
 
         try:
@@ -203,7 +211,7 @@ class _AsyncPsycopg:
             if _missing_store(e):
                 return []
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     async def location(self) -> str:
         return _Psycopg(self._conn).location()
@@ -217,7 +225,7 @@ class _Asyncpg:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
 
-    async def run(self, sql: str, params: Params) -> list[int]:
+    async def run(self, sql: str, params: Params) -> Rows:
         from asyncpg import PostgresError
 
         try:
@@ -226,7 +234,7 @@ class _Asyncpg:
             if _missing_store(e):
                 return []
             raise
-        return [int(r[0]) for r in rows]
+        return _rows(rows)
 
     async def location(self) -> str:
         # asyncpg has no public view of where it connected, and a query cannot
@@ -246,7 +254,7 @@ class _AsyncSqlAlchemy:
         self._url = url
         self.paramstyle: str = "dollar" if dialect.paramstyle == "numeric_dollar" else dialect.paramstyle
 
-    async def run(self, sql: str, params: Params) -> list[int]:
+    async def run(self, sql: str, params: Params) -> Rows:
         from sqlalchemy import exc
         from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -260,7 +268,7 @@ class _AsyncSqlAlchemy:
             if orig is not None and _missing_store(orig):
                 return []
             raise
-        return [int(r[0]) for r in result.fetchall()]
+        return _rows(result.fetchall())
 
     async def location(self) -> str:
         return f"the database at {self._url.render_as_string(hide_password=True)}"
@@ -347,12 +355,12 @@ def adapter(conn: object, engine: str, asynchronous: bool) -> Adapter | AsyncAda
 
 
 async def arun(
-    adapter: AsyncAdapter, sql: str, params: Params, n: int, land: Callable[[list[int], str | None], T]
+    adapter: AsyncAdapter, sql: str, params: Params, n: int, land: Callable[[Rows, str | None], T]
 ) -> T:
-    """Runs the statement on an async driver; ``land`` (the binding) checks and shapes the ids,
-    with the caller's database named only when fewer rows than ``n`` came back."""
-    ids = await adapter.run(sql, params)
-    return land(ids, None if len(ids) == n else await adapter.location())
+    """Runs the statement on an async driver; ``land`` (the binding) checks the rows and
+    shapes the ids, with the caller's database named only when fewer rows than ``n`` came back."""
+    rows = await adapter.run(sql, params)
+    return land(rows, None if len(rows) == n else await adapter.location())
 
 
 async def ready(value: T) -> T:

@@ -130,6 +130,7 @@ class Queue:
         priority: int | None = None,
         max_attempts: int | None = None,
         expires: _Duration | None = None,
+        unique_key: str | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> int: ...
@@ -142,6 +143,7 @@ class Queue:
         priority: int | None = None,
         max_attempts: int | None = None,
         expires: _Duration | None = None,
+        unique_key: str | Iterable[str | None] | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> list[int]: ...
@@ -154,6 +156,7 @@ class Queue:
         priority: int | None = None,
         max_attempts: int | None = None,
         expires: _Duration | None = None,
+        unique_key: str | None = None,
         conn: object | None = None,
     ) -> Awaitable[int]: ...
     def aenqueue_many(
@@ -165,6 +168,7 @@ class Queue:
         priority: int | None = None,
         max_attempts: int | None = None,
         expires: _Duration | None = None,
+        unique_key: str | Iterable[str | None] | None = None,
         conn: object | None = None,
     ) -> Awaitable[list[int]]: ...
     def claim(
@@ -186,6 +190,20 @@ class Queue:
     def cancel(self, job_id: int, tx: Transaction | None = None) -> bool: ...
     def sweep_expired(self) -> Swept: ...
     def stats(self) -> QueueStats: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+    def is_paused(self) -> bool: ...
+    def requeue_dead(
+        self, ids: Iterable[int] | None = None, *, limit: int = 1000, tx: Transaction | None = None
+    ) -> list[int]: ...
+    def purge_dead(
+        self,
+        ids: Iterable[int] | None = None,
+        *,
+        older_than_s: _Duration | None = None,
+        limit: int = 1000,
+        tx: Transaction | None = None,
+    ) -> int: ...
     def dead_jobs(self, limit: int = 100, before_id: int | None = None) -> list[Job]: ...
     def live_jobs(self, limit: int = 100, before_id: int | None = None) -> list[Job]: ...
 
@@ -241,6 +259,8 @@ class Job:
     @property
     def state(self) -> str: ...
     @property
+    def unique_key(self) -> str | None: ...
+    @property
     def payload(self) -> Any: ...
     @property
     def priority(self) -> int: ...
@@ -275,6 +295,7 @@ class QueueStats:
         processing: int,
         dead: int,
         oldest_ready_age_s: int | None = None,
+        paused: bool = False,
     ) -> QueueStats: ...
     @property
     def pending(self) -> int: ...
@@ -286,6 +307,8 @@ class QueueStats:
     def dead(self) -> int: ...
     @property
     def oldest_ready_age_s(self) -> int | None: ...
+    @property
+    def paused(self) -> bool: ...
 
 @final
 class Swept:

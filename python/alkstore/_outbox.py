@@ -78,12 +78,17 @@ class Outbox:
         delay: float | timedelta | None = None,
         priority: int = 0,
         expires: float | timedelta | None = None,
+        unique_key: str | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> int:
         """Adds one message; with ``tx=`` (alkstore's transaction) or ``conn=`` (your own
-        connection, ADR 0015) it lands only if that transaction commits."""
-        return self._queue.enqueue(payload, delay=delay, priority=priority, expires=expires, tx=tx, conn=conn)
+        connection, ADR 0015) it lands only if that transaction commits. With
+        ``unique_key=``, a message whose key is live already is not added again:
+        its id comes back (SPEC §18)."""
+        return self._queue.enqueue(
+            payload, delay=delay, priority=priority, expires=expires, unique_key=unique_key, tx=tx, conn=conn
+        )
 
     def aenqueue(
         self,
@@ -92,10 +97,13 @@ class Outbox:
         delay: float | timedelta | None = None,
         priority: int = 0,
         expires: float | timedelta | None = None,
+        unique_key: str | None = None,
         conn: object | None = None,
     ) -> Awaitable[int]:
         """``enqueue`` for async code: on your async driver's ``conn=``, or on a thread."""
-        return self._queue.aenqueue(payload, delay=delay, priority=priority, expires=expires, conn=conn)
+        return self._queue.aenqueue(
+            payload, delay=delay, priority=priority, expires=expires, unique_key=unique_key, conn=conn
+        )
 
     # ------------------------------------------------------------ relaying
     def deliver(

@@ -27,7 +27,10 @@ pub mod store;
 pub use engine::locks::LockOps;
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
-pub use engine::queue::{foreign_params, foreign_rows, CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
+pub use engine::queue::{
+    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, HandleOps, PauseOps, ReadOps, RedriveOps,
+    SweepOps,
+};
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
 pub use engine::streams::{foreign_publish_params, Event, StreamOps};

@@ -19,7 +19,7 @@ const THREADS: usize = 4;
 const PER_THREAD: usize = 500;
 
 /// Runs `f(i, store_i)` on one thread per store, all released at once; the results in order.
-fn on_threads<T: Send>(stores: &[Store], f: impl Fn(usize, &Store) -> Result<T> + Sync) -> Result<Vec<T>> {
+pub(crate) fn on_threads<T: Send>(stores: &[Store], f: impl Fn(usize, &Store) -> Result<T> + Sync) -> Result<Vec<T>> {
     let barrier = Barrier::new(stores.len());
     std::thread::scope(|scope| {
         let threads: Vec<_> = stores
@@ -37,15 +37,16 @@ fn on_threads<T: Send>(stores: &[Store], f: impl Fn(usize, &Store) -> Result<T> 
     })
 }
 
-fn reopened<H: Harness>(db: &Db<H>) -> TestResult<Vec<Store>> {
-    (0..THREADS).map(|_| db.reopen()).collect()
+/// `n` more handles on the database, each with its own connections.
+pub(crate) fn reopened<H: Harness>(db: &Db<H>, n: usize) -> TestResult<Vec<Store>> {
+    (0..n).map(|_| db.reopen()).collect()
 }
 
 /// Each handle its own connections, like another process.
 pub fn handles_claim_each_job_exactly_once<H: Harness>(db: &Db<H>) -> TestResult {
     let jobs: Vec<NewJob> = (0..THREADS * PER_THREAD).map(|i| job(&i.to_string())).collect();
     let ids: HashSet<i64> = db.store.enqueue(None, "q", &opts(), &jobs)?.into_iter().collect();
-    let per_thread = on_threads(&reopened(db)?, |t, s| {
+    let per_thread = on_threads(&reopened(db, THREADS)?, |t, s| {
         let worker = format!("w{t}");
         let mut mine = Vec::new();
         // Mix single claims and batches so both shapes contend.
@@ -103,7 +104,7 @@ pub fn threads_sharing_one_handle_claim_each_job_once<H: Harness>(db: &Db<H>) ->
 pub fn concurrent_sweeps_never_double_move<H: Harness>(db: &Db<H>) -> TestResult {
     let jobs: Vec<NewJob> = (0..400).map(|i| NewJob { expires_s: Some(5), ..job(&i.to_string()) }).collect();
     db.store.enqueue(None, "q", &opts(), &jobs)?;
-    let stores = reopened(db)?;
+    let stores = reopened(db, THREADS)?;
     for s in &stores {
         s.advance_clock(10)?;
     }
@@ -121,7 +122,7 @@ pub fn concurrent_reclaims_and_exhaustion_are_exactly_once<H: Harness>(db: &Db<H
     let spare_ids: HashSet<i64> = db.store.enqueue(None, "q", &spare, &a)?.into_iter().collect();
     db.store.enqueue(None, "q", &last, &a)?;
     while !db.store.claim("q", "first", 100)?.is_empty() {}
-    let stores = reopened(db)?;
+    let stores = reopened(db, THREADS)?;
     for s in &stores {
         s.advance_clock(11)?;
     }

@@ -127,7 +127,14 @@ impl<H: Harness> Db<H> {
 
 /// A ready-now job with priority 0 and the queue's budget.
 pub fn job(payload: &str) -> NewJob {
-    NewJob { payload: payload.to_owned(), ready: ReadyAt::Now, priority: 0, max_attempts: None, expires_s: None }
+    NewJob {
+        payload: payload.to_owned(),
+        ready: ReadyAt::Now,
+        priority: 0,
+        max_attempts: None,
+        expires_s: None,
+        unique_key: None,
+    }
 }
 
 /// Queue options with a 30 s lease, 3 attempts and no backoff.

@@ -21,6 +21,7 @@ pub mod handle;
 mod harness;
 pub mod locks;
 pub mod migrations;
+pub mod operate;
 pub mod queue;
 pub mod reads;
 pub mod schedules;
@@ -46,6 +47,7 @@ macro_rules! conformance {
         $crate::__streams_cases!($harness);
         $crate::__wake_cases!($harness);
         $crate::__concurrency_cases!($harness);
+        $crate::__operate_cases!($harness);
     };
 }
 

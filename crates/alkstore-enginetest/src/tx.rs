@@ -280,12 +280,12 @@ pub fn a_foreign_enqueue_lands_only_with_the_callers_commit_and_wakes<H: Harness
     let r = s.foreign_enqueue("q", &q, &jobs, native(s))?.ok_or("a statement")?;
     let seen = hub.generation();
     let mut tx = caller.begin()?;
-    assert_eq!(tx.query(&r.sql, &r.params)?.len(), 3);
+    assert_eq!(tx.query(&r.rendered.sql, &r.rendered.params)?.len(), 3);
     tx.rollback()?;
     assert_eq!(s.stats("q")?.pending + s.stats("q")?.scheduled, 0, "rolled back: nothing");
 
     let mut tx = caller.begin()?;
-    let got = ids(&tx.query(&r.sql, &r.params)?)?;
+    let got = ids(&tx.query(&r.rendered.sql, &r.rendered.params)?)?;
     assert!(s.get_job(None, "q", got[0])?.is_none(), "invisible until the caller commits");
     tx.commit()?;
     assert!(hub.wait(seen, std::time::Instant::now() + std::time::Duration::from_secs(5)), "the commit wakes");
@@ -317,11 +317,11 @@ pub fn a_foreign_enqueue_for_another_store_writes_nothing<H: Harness>(db: &Db<H>
     let s = &db.store;
     let mut r = s.foreign_enqueue("q", &opts(), &[job("{}")], native(s))?.ok_or("a statement")?;
     let me = SqlValue::Text(s.engine().store_id().to_owned());
-    let forged = r.params.iter_mut().find(|v| **v == me).ok_or("the store_id value")?;
+    let forged = r.rendered.params.iter_mut().find(|v| **v == me).ok_or("the store_id value")?;
     *forged = SqlValue::Text("0".repeat(32));
     let caller = db.reopen()?;
     let mut tx = caller.begin()?;
-    assert!(tx.query(&r.sql, &r.params)?.is_empty());
+    assert!(tx.query(&r.rendered.sql, &r.rendered.params)?.is_empty());
     tx.commit()?;
     assert_eq!(s.stats("q")?.pending, 0);
     let bad = QueueOpts { max_attempts: 0, ..opts() };

@@ -15,24 +15,32 @@ use crate::ops::quote_ident;
 
 /// The migrations this build knows, in order: migration N is
 /// `migrations/000N_*.sql`, with the placeholders [`render`] fills in.
-/// Never edit a released one: add the next number instead.
+/// Never change what a released one leaves behind: add the next number
+/// instead. (A SQL function's text lives in `functions/`, and every
+/// migration that (re)defines it writes in its current text.)
 const MIGRATIONS: &[(i64, &str)] = &[
     (1, include_str!("migrations/0001_init.sql")),
     (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
     (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
     (4, include_str!("migrations/0004_enqueue_function.sql")),
     (5, include_str!("migrations/0005_store_id.sql")),
+    (6, include_str!("migrations/0006_unique_pause.sql")),
 ];
+
+/// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
+const ENQUEUE_FUNCTION: &str = include_str!("functions/enqueue.sql");
 
 /// A migration's text for `schema` (`quoted`: as an identifier): the schema,
 /// the store's notification channel, and the bounds the SQL enqueue function
 /// checks, taken from core so SQL producers meet the same rules as Python.
 fn render(sql: &str, schema: &str, quoted: &str) -> String {
-    sql.replace("__SCHEMA__", quoted)
+    sql.replace("__ENQUEUE_FUNCTION__", ENQUEUE_FUNCTION)
+        .replace("__SCHEMA__", quoted)
         .replace("__CHANNEL__", &crate::wake::channel(schema))
         .replace("__MAX_NAME_CHARS__", &alkstore_core::rules::names::MAX_NAME_CHARS.to_string())
         .replace("__RESERVED_PREFIX__", alkstore_core::RESERVED_PREFIX)
         .replace("__MAX_DURATION_S__", &alkstore_core::MAX_DURATION_S.to_string())
+        .replace("__MAX_UNIQUE_KEY_CHARS__", &alkstore_core::rules::unique::MAX_UNIQUE_KEY_CHARS.to_string())
         .replace("__MAX_PAYLOAD_BYTES__", &alkstore_core::OpenOptions::default().max_payload_bytes.to_string())
 }
 

@@ -53,5 +53,6 @@ pub fn job(row: &Row) -> Result<Job> {
         state: JobState::parse(col(row, 12)?)?,
         last_error: col(row, 13)?,
         died_at: col(row, 14)?,
+        unique_key: col(row, 15)?,
     })
 }

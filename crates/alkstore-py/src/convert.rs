@@ -17,7 +17,7 @@ use pyo3::types::{
 
 use crate::errors::IntoPyResult;
 
-fn type_name(obj: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
 }
 

@@ -6,7 +6,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use alkstore_core::{Error, ParamStyle, Rendered, SqlValue, Store as CoreStore};
+use alkstore_core::store::foreign::ForeignCall;
+use alkstore_core::{Error, ParamStyle, SqlValue, Store as CoreStore};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyList, PyTuple};
@@ -46,44 +47,47 @@ pub(crate) fn conn<'py>(store: &CoreStore, conn: &Bound<'py, PyAny>, call: Call)
     Ok(Conn { adapter, style, call })
 }
 
-/// Runs `rendered` (None: nothing to write) on the caller's connection,
-/// expecting `n` rows. Sync: the ids (or id) now. Async: an awaitable of them.
+/// Runs `call` (None: nothing to write) on the caller's connection. Sync:
+/// the ids (or id) now. Async: an awaitable of them.
 pub(crate) fn run(
     py: Python<'_>,
     store: &Arc<CoreStore>,
     conn: &Conn<'_>,
-    rendered: Option<Rendered>,
-    n: usize,
+    call: Option<ForeignCall>,
     shape: Shape,
 ) -> PyResult<Py<PyAny>> {
-    let Conn { adapter, style, call } = conn;
-    let call = *call;
-    let landing = Landing { store: store.clone(), n, shape };
-    let Some(r) = rendered else {
-        let none = landing.land(py, Vec::new(), None)?;
-        return match call {
+    let Conn { adapter, style, call: how } = conn;
+    let Some(call) = call else {
+        let none = shaped(py, Vec::new(), shape)?;
+        return match how {
             Call::Sync => Ok(none),
             Call::Async => Ok(py.import("alkstore._conn")?.call_method1("ready", (none,))?.unbind()),
         };
     };
-    let params = params(py, r.params, style.by_name())?;
-    match call {
+    let n = call.rows();
+    let (sql, values) = (call.rendered.sql.clone(), call.rendered.params.clone());
+    let params = params(py, values, style.by_name())?;
+    let landing = Landing { store: store.clone(), call, shape };
+    match how {
         Call::Sync => {
-            let ids: Vec<i64> = adapter.call_method1("run", (r.sql, params))?.extract()?;
+            let rows: Rows = adapter.call_method1("run", (sql, params))?.extract()?;
             let theirs =
-                if ids.len() == n { None } else { Some(adapter.call_method0("location")?.extract::<String>()?) };
-            landing.land(py, ids, theirs)
+                if rows.len() == n { None } else { Some(adapter.call_method0("location")?.extract::<String>()?) };
+            landing.land(py, rows, theirs)
         }
         Call::Async => {
             let land = PyCFunction::new_closure(py, None, None, move |args: &Bound<'_, PyTuple>, _| {
-                let (ids, theirs): (Vec<i64>, Option<String>) = args.extract()?;
-                landing.land(args.py(), ids, theirs)
+                let (rows, theirs): (Rows, Option<String>) = args.extract()?;
+                landing.land(args.py(), rows, theirs)
             })?;
-            let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, r.sql, params, n, land))?;
+            let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, sql, params, n, land))?;
             Ok(coro.unbind())
         }
     }
 }
+
+/// What an adapter hands back: one `(id, unique_key)` per row.
+type Rows = Vec<(i64, Option<String>)>;
 
 /// An awaitable that runs `f` on a thread of the event loop's default
 /// executor (`asyncio.to_thread`): the async calls without `conn=`, which
@@ -124,24 +128,24 @@ fn params(py: Python<'_>, values: Vec<SqlValue>, by_name: bool) -> PyResult<Boun
 /// Checks and shapes what the driver returned.
 struct Landing {
     store: Arc<CoreStore>,
-    n: usize,
+    call: ForeignCall,
     shape: Shape,
 }
 
 impl Landing {
     /// `theirs` names the caller's database; it is asked for only when rows are missing.
-    fn land(&self, py: Python<'_>, mut ids: Vec<i64>, theirs: Option<String>) -> PyResult<Py<PyAny>> {
-        if ids.len() != self.n {
-            let theirs = theirs.unwrap_or_else(|| "another database".into());
-            return Err(Error::Transaction(format!(
-                "conn= reaches {theirs}, not this store ({}): nothing was written",
-                self.store.engine().location()
-            )))
-            .py();
+    fn land(&self, py: Python<'_>, rows: Rows, theirs: Option<String>) -> PyResult<Py<PyAny>> {
+        match self.call.land(rows) {
+            Some(ids) => shaped(py, ids, self.shape),
+            None => {
+                let theirs = theirs.unwrap_or_else(|| "another database".into());
+                Err(Error::Transaction(format!(
+                    "conn= reaches {theirs}, not this store ({}): nothing was written",
+                    self.store.engine().location()
+                )))
+                .py()
+            }
         }
-        // Ids ascend in input order (the engines allocate them so); RETURNING's order is not promised.
-        ids.sort_unstable();
-        shaped(py, ids, self.shape)
     }
 }
 

@@ -8,9 +8,9 @@ use alkstore_core::store::batch_size;
 use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
-use crate::convert::{instant, int_in, integer, items, opt_duration, Int};
+use crate::convert::{instant, int_in, integer, items, opt_duration, type_name, Int};
 use crate::errors::IntoPyResult;
 use crate::foreign::{self, Call, Shape};
 use crate::handle::JobHandle;
@@ -67,23 +67,75 @@ impl JobOpts {
         Ok(JobOpts { ready, priority, max_attempts, expires_s: opt_duration(expires, "expires")? })
     }
 
-    /// One job per payload of the iterable `payloads`, each encoded (and so checked) first.
-    fn jobs(&self, payloads: &Bound<'_, PyAny>) -> PyResult<Vec<NewJob>> {
+    /// One job per payload of the iterable `payloads`, each encoded (and so
+    /// checked) first. `unique_key`: None, one key for every job, or one key
+    /// (or None) per payload.
+    fn jobs(&self, payloads: &Bound<'_, PyAny>, unique_key: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<NewJob>> {
         let mut jobs = Vec::new();
         for p in items(payloads, "payloads", "JSON payloads")? {
-            jobs.push(self.job(json::encode(&p?)?));
+            jobs.push(self.job(json::encode(&p?)?, None));
+        }
+        match unique_key {
+            None => {}
+            Some(k) if k.is_none() => {}
+            Some(k) if k.is_instance_of::<PyString>() => {
+                let k: String = k.extract()?;
+                jobs.iter_mut().for_each(|j| j.unique_key = Some(k.clone()));
+            }
+            Some(keys) => {
+                let keys: Vec<Bound<'_, PyAny>> =
+                    items(keys, "unique_key", "keys (str or None), one per payload")?.collect::<PyResult<_>>()?;
+                if keys.len() != jobs.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "unique_key has {} keys for {} payloads",
+                        keys.len(),
+                        jobs.len()
+                    )));
+                }
+                for (job, k) in jobs.iter_mut().zip(&keys) {
+                    job.unique_key = key(Some(k))?;
+                }
+            }
         }
         Ok(jobs)
     }
 
-    fn job(&self, payload: String) -> NewJob {
+    fn job(&self, payload: String, unique_key: Option<String>) -> NewJob {
         NewJob {
             payload,
             ready: self.ready,
             priority: self.priority,
             max_attempts: self.max_attempts,
             expires_s: self.expires_s,
+            unique_key,
         }
+    }
+}
+
+/// An `ids` argument: None, or an iterable of job ids.
+fn job_ids(ids: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
+    match ids {
+        Some(ids) if !ids.is_none() => {
+            let mut out = Vec::new();
+            for id in items(ids, "ids", "job ids (int)")? {
+                out.push(integer(&id?, "ids")?);
+            }
+            Ok(Some(out))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A `unique_key` argument: a str, or None for none.
+fn key(k: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+    match k {
+        Some(k) if !k.is_none() => {
+            let s = k.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err(format!("unique_key must be a str or None, got {}", type_name(k)))
+            })?;
+            Ok(Some(s.to_str()?.to_owned()))
+        }
+        _ => Ok(None),
     }
 }
 
@@ -177,7 +229,7 @@ impl Queue {
     ) -> PyResult<Py<PyAny>> {
         let c = foreign::conn(&self.store, conn, call)?;
         let rendered = self.store.foreign_enqueue(&self.name, &self.opts, jobs, c.style).py()?;
-        foreign::run(py, &self.store, &c, rendered, jobs.len(), shape)
+        foreign::run(py, &self.store, &c, rendered, shape)
     }
 
     fn handles(&self, claimed: Vec<Claimed>) -> Vec<JobHandle> {
@@ -194,7 +246,7 @@ impl Queue {
     }
 
     /// Adds one job; returns its id.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &self,
@@ -205,15 +257,16 @@ impl Queue {
         priority: Option<&Bound<'_, PyAny>>,
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
+        unique_key: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        self.put(py, &[o.job(json::encode(payload)?)], Shape::One, tx, conn)
+        self.put(py, &[o.job(json::encode(payload)?, key(unique_key)?)], Shape::One, tx, conn)
     }
 
     /// `enqueue` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue(
         &self,
@@ -224,14 +277,15 @@ impl Queue {
         priority: Option<&Bound<'_, PyAny>>,
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
+        unique_key: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        self.aput(py, vec![o.job(json::encode(payload)?)], Shape::One, conn)
+        self.aput(py, vec![o.job(json::encode(payload)?, key(unique_key)?)], Shape::One, conn)
     }
 
     /// Adds many jobs in one transaction, validating every payload first.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, tx=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_many(
         &self,
@@ -242,15 +296,16 @@ impl Queue {
         priority: Option<&Bound<'_, PyAny>>,
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
+        unique_key: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key)?;
         self.put(py, &jobs, Shape::Many, tx, conn)
     }
 
     /// `enqueue_many` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue_many(
         &self,
@@ -261,9 +316,10 @@ impl Queue {
         priority: Option<&Bound<'_, PyAny>>,
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
+        unique_key: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key)?;
         self.aput(py, jobs, Shape::Many, conn)
     }
 
@@ -380,6 +436,55 @@ impl Queue {
     /// Moves expired rows to dead and purges dead rows past retention.
     fn sweep_expired(&self, py: Python<'_>) -> PyResult<Swept> {
         Ok(py.detach(|| self.store.sweep_expired(&self.name)).py()?.into())
+    }
+
+    /// Claims of this queue hand out nothing, in every process, until
+    /// `resume()`; everything else goes on. Idempotent.
+    fn pause(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.store.pause(&self.name)).py()
+    }
+
+    /// Claims hand out jobs again, and waiting claimers wake. Idempotent.
+    fn resume(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.store.resume(&self.name)).py()
+    }
+
+    /// Whether the queue is paused.
+    fn is_paused(&self, py: Python<'_>) -> PyResult<bool> {
+        py.detach(|| self.store.is_paused(&self.name)).py()
+    }
+
+    /// Dead jobs back to pending, ready now, attempts 0, in one transaction:
+    /// those of `ids` that are dead here, or else the oldest `limit`. A job
+    /// whose unique key is live again stays dead. Returns the ids moved.
+    #[pyo3(signature = (ids=None, *, limit=Int::new(1000), tx=None), text_signature = "(self, ids=None, *, limit=1000, tx=None)")]
+    fn requeue_dead(
+        &self,
+        py: Python<'_>,
+        ids: Option<&Bound<'_, PyAny>>,
+        limit: Int,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<Vec<i64>> {
+        let ids = job_ids(ids)?;
+        let limit = batch_size("limit", &limit).py()?;
+        run(py, &self.store, tx, |t| self.store.requeue_dead(t, &self.name, ids.as_deref(), limit))
+    }
+
+    /// Deletes dead jobs: those of `ids`, or those dead for at least
+    /// `older_than_s`, or (neither) the oldest `limit`. Returns how many.
+    #[pyo3(signature = (ids=None, *, older_than_s=None, limit=Int::new(1000), tx=None), text_signature = "(self, ids=None, *, older_than_s=None, limit=1000, tx=None)")]
+    fn purge_dead(
+        &self,
+        py: Python<'_>,
+        ids: Option<&Bound<'_, PyAny>>,
+        older_than_s: Option<&Bound<'_, PyAny>>,
+        limit: Int,
+        tx: Option<&Bound<'_, Transaction>>,
+    ) -> PyResult<i64> {
+        let ids = job_ids(ids)?;
+        let older = opt_duration(older_than_s, "older_than_s")?;
+        let limit = batch_size("limit", &limit).py()?;
+        run(py, &self.store, tx, |t| self.store.purge_dead(t, &self.name, ids.as_deref(), older, limit))
     }
 
     /// Counts of this queue's jobs by state.

@@ -40,7 +40,7 @@ impl Stream {
         let c = foreign::conn(&self.store, conn, call)?;
         let payload = json::encode(payload)?;
         let rendered = self.store.foreign_publish(&self.name, key, &payload, c.style).py()?;
-        foreign::run(py, &self.store, &c, Some(rendered), 1, Shape::One)
+        foreign::run(py, &self.store, &c, Some(rendered), Shape::One)
     }
 }
 

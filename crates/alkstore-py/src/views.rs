@@ -36,6 +36,11 @@ impl Job {
     fn state(&self) -> &'static str {
         self.row.state.as_str()
     }
+    /// The key it was enqueued with (`unique_key=`), or None.
+    #[getter]
+    fn unique_key(&self) -> Option<&str> {
+        self.row.unique_key.as_deref()
+    }
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         if let Some(p) = self.payload.get() {
@@ -112,18 +117,21 @@ pub struct QueueStats {
     dead: i64,
     /// Seconds since the oldest ready pending job became ready.
     oldest_ready_age_s: Option<i64>,
+    /// Paused: claims hand out nothing until resumed.
+    paused: bool,
 }
 
 #[pymethods]
 impl QueueStats {
     #[new]
-    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None))]
+    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=false))]
     fn new(
         pending: Int,
         scheduled: Int,
         processing: Int,
         dead: Int,
         oldest_ready_age_s: Option<Int>,
+        paused: bool,
     ) -> PyResult<Self> {
         Ok(QueueStats {
             pending: pending.get("pending")?,
@@ -131,14 +139,19 @@ impl QueueStats {
             processing: processing.get("processing")?,
             dead: dead.get("dead")?,
             oldest_ready_age_s: oldest_ready_age_s.map(|a| a.get("oldest_ready_age_s")).transpose()?,
+            paused,
         })
     }
 
     fn __repr__(&self) -> String {
         let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
         format!(
-            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age})",
-            self.pending, self.scheduled, self.processing, self.dead
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={})",
+            self.pending,
+            self.scheduled,
+            self.processing,
+            self.dead,
+            if self.paused { "True" } else { "False" }
         )
     }
 }
@@ -151,6 +164,7 @@ impl From<core::QueueStats> for QueueStats {
             processing: s.processing,
             dead: s.dead,
             oldest_ready_age_s: s.oldest_ready_age_s,
+            paused: s.paused,
         }
     }
 }

@@ -32,7 +32,7 @@ pub(crate) fn claimed(r: &Row<'_>) -> Result<Claimed> {
     read().db()
 }
 
-/// A live or dead row, in `job_cols!` order (`ops/reads.rs`) plus last_error, died_at.
+/// A live or dead row, in `job_cols!` order (`ops/reads.rs`, unique_key last) plus last_error, died_at.
 pub(crate) fn job(r: &Row<'_>) -> Result<Job> {
     let state: String = r.get(2).db()?;
     let read = || -> rusqlite::Result<Job> {
@@ -50,8 +50,9 @@ pub(crate) fn job(r: &Row<'_>) -> Result<Job> {
             deadline: r.get(10)?,
             worker_id: r.get(11)?,
             expires_at: r.get(12)?,
-            last_error: r.get(13)?,
-            died_at: r.get(14)?,
+            unique_key: r.get(13)?,
+            last_error: r.get(14)?,
+            died_at: r.get(15)?,
         })
     };
     let mut job = read().db()?;

@@ -37,7 +37,7 @@ pub mod streams;
 use std::any::Any;
 
 use crate::engine::locks::LockOps;
-use crate::engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, ReadOps, SweepOps};
+use crate::engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, PauseOps, ReadOps, RedriveOps, SweepOps};
 use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::streams::StreamOps;
@@ -63,7 +63,19 @@ pub trait Tx: Send {
 /// the engine's ops file of that name; what is left here is the handle
 /// itself: its transactions, wakes, clock and lifetime.
 pub trait Engine:
-    Send + Sync + EnqueueOps + ClaimOps + HandleOps + CancelOps + ReadOps + SweepOps + LockOps + ScheduleOps + StreamOps
+    Send
+    + Sync
+    + EnqueueOps
+    + ClaimOps
+    + HandleOps
+    + CancelOps
+    + ReadOps
+    + SweepOps
+    + PauseOps
+    + RedriveOps
+    + LockOps
+    + ScheduleOps
+    + StreamOps
 {
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;

@@ -113,6 +113,9 @@ pub struct NewJob {
     pub max_attempts: Option<i64>,
     /// Dead-lettered as 'expired' by a sweep this many seconds after enqueue.
     pub expires_s: Option<i64>,
+    /// At most one live job per (queue, key) (SPEC §18): enqueueing a live
+    /// key returns that job's id and writes nothing.
+    pub unique_key: Option<String>,
 }
 
 /// A claimed job: everything the handle needs, including the fencing token.
@@ -215,6 +218,8 @@ pub struct Job {
     pub last_error: Option<String>,
     /// When it died (dead rows only).
     pub died_at: Option<i64>,
+    /// Its unique key, if enqueued with one.
+    pub unique_key: Option<String>,
 }
 
 /// Counts for `q.stats()` (SPEC §4.4).
@@ -230,6 +235,8 @@ pub struct QueueStats {
     pub dead: i64,
     /// Whole seconds since the oldest ready pending row became ready.
     pub oldest_ready_age_s: Option<i64>,
+    /// Paused (SPEC §18): claims hand out nothing until resumed.
+    pub paused: bool,
 }
 
 /// What `sweep_expired` did.

@@ -12,15 +12,19 @@ use crate::error::Result;
 /// Adds jobs (SPEC §4.1); `ops/enqueue.rs` in each engine.
 pub trait EnqueueOps {
     /// Inserts `jobs` (never empty) into `queue` stamped with `opts`, all in
-    /// one transaction; returns their ids in order.
+    /// one transaction; returns their ids in order. No two jobs share a
+    /// `unique_key` (the Store keeps the first, `rules::unique`); a job whose
+    /// key is live already gets that job's id and writes nothing (SPEC §18),
+    /// decided by the unique index, never by a read before the write.
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>>;
 
-    /// The enqueue of `jobs` (never empty) as one statement for a caller's
-    /// own connection (ADR 0015), with `$N` placeholders and their values;
-    /// nothing runs here. The statement inserts only where the connection
-    /// reaches this store (its `store_id`), returns one row per job whose
-    /// first column is the id (ids ascend in input order), and on Postgres
-    /// notifies. Its values are [`foreign_params`], in that order.
+    /// The enqueue of `jobs` (never empty, no key twice) as one statement for
+    /// a caller's own connection (ADR 0015), with `$N` placeholders and their
+    /// values; nothing runs here. The statement inserts only where the
+    /// connection reaches this store (its `store_id`), returns one row per
+    /// job — `(id, unique_key)`, in any order, a live key's row being the
+    /// live job's — and on Postgres notifies. Its values are
+    /// [`foreign_params`], in that order.
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)>;
 }
 
@@ -41,16 +45,25 @@ pub fn foreign_params(store_id: &str, queue: &str, opts: &QueueOpts, offset: i64
 }
 
 /// The jobs of a foreign enqueue as one JSON array, one
-/// `[payload, priority, max_attempts, run_at, delay, expires_s]` per job
-/// (`run_at` and `expires_s` may be null; the payload is its JSON text as a
-/// string), so a batch is one statement on every driver, arrays or not.
+/// `[payload, priority, max_attempts, run_at, delay, expires_s, unique_key]`
+/// per job (`run_at`, `expires_s` and `unique_key` may be null; the payload
+/// is its JSON text as a string), so a batch is one statement on every
+/// driver, arrays or not.
 pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
     use serde_json::{json, Value};
     let rows: Vec<Value> = jobs
         .iter()
         .map(|j| {
             let (run_at, delay) = j.ready.parts();
-            json!([j.payload, j.priority, j.max_attempts.unwrap_or(opts.max_attempts), run_at, delay, j.expires_s])
+            json!([
+                j.payload,
+                j.priority,
+                j.max_attempts.unwrap_or(opts.max_attempts),
+                run_at,
+                delay,
+                j.expires_s,
+                j.unique_key
+            ])
         })
         .collect();
     Value::Array(rows).to_string()
@@ -116,6 +129,42 @@ pub trait ReadOps {
     /// without a commit: the earliest future `run_at` of a pending row or the
     /// earliest deadline of a processing row. `None` when there is neither.
     fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
+}
+
+/// Pausing a queue (SPEC §18); `ops/pause.rs` in each engine. The pause is a
+/// row in the store, so every process sees it; the claim statement checks
+/// it (one primary-key probe), and nothing else does.
+pub trait PauseOps {
+    /// Marks `queue` paused; idempotent.
+    fn pause(&self, queue: &str) -> Result<()>;
+    /// Clears the mark and wakes the queue's waiting claimers; idempotent.
+    fn resume(&self, queue: &str) -> Result<()>;
+    /// Whether `queue` is paused.
+    fn is_paused(&self, queue: &str) -> Result<bool>;
+}
+
+/// Which dead rows of a queue `requeue_dead` and `purge_dead` take: those
+/// among `ids` (when given) that died at least `older_than_s` seconds ago
+/// (when given), oldest death first, at most `limit` (`1..=1000`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DeadPick<'a> {
+    /// Only these ids (others, and rows that are not dead in the queue, are skipped).
+    pub ids: Option<&'a [i64]>,
+    /// Only rows dead for at least this long.
+    pub older_than_s: Option<i64>,
+    /// At most this many rows.
+    pub limit: usize,
+}
+
+/// Dead letters back to work, or gone (SPEC §18); `ops/redrive.rs` in each engine.
+pub trait RedriveOps {
+    /// Moves the picked dead rows back to pending in one transaction: same
+    /// id, payload and stamps (claim token included), `attempts = 0`, ready
+    /// now. A row whose `unique_key` is live again stays dead. Returns the
+    /// ids moved, ascending; wakes the queue's claimers when any moved.
+    fn requeue_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<Vec<i64>>;
+    /// Deletes the picked dead rows in one statement; returns how many.
+    fn purge_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<i64>;
 }
 
 /// Expiry and retention (SPEC §4.4, §4.6); `ops/sweep.rs` in each engine.

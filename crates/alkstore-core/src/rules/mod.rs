@@ -8,3 +8,4 @@ pub mod claim_order;
 pub mod duration;
 pub mod names;
 pub mod retry;
+pub mod unique;

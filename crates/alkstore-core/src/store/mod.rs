@@ -4,7 +4,9 @@
 //! byte reaches storage: the store is open, the calling thread is not inside
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
+pub mod foreign;
 pub mod lock;
+pub mod operate;
 pub mod queue;
 pub mod session;
 pub mod stop;

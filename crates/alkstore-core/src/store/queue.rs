@@ -3,13 +3,13 @@
 //! an empty batch, the heartbeat's span) and hands the engine the rest.
 
 use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, ReadyAt, Swept};
-use crate::engine::paramstyle::{render, ParamStyle, Rendered};
 use crate::error::{Error, Result};
 use crate::rules::batch::batch_size;
 use crate::rules::claim_order::sort_claimed;
 use crate::rules::duration::{check_instant, check_seconds, check_wait, span};
 use crate::rules::names::validate_name;
 use crate::rules::retry::{retry_to, RetryTo};
+use crate::rules::unique::{check_unique_key, Distinct};
 use crate::store::waiting::WaitSpec;
 use crate::store::{Store, TxSession};
 
@@ -27,30 +27,14 @@ impl Store {
             self.enter(tx)?;
             return Ok(Vec::new());
         }
-        self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs))
-    }
-
-    /// `enqueue(conn=…)` (ADR 0015): the same validation, then the engine's
-    /// guarded statement with its placeholders in the caller's driver's
-    /// `style`, for the binding to hand to that driver. None for no jobs.
-    pub fn foreign_enqueue(
-        &self,
-        queue: &str,
-        opts: &QueueOpts,
-        jobs: &[NewJob],
-        style: ParamStyle,
-    ) -> Result<Option<Rendered>> {
-        self.check_new_jobs(opts, jobs)?;
-        self.open_check()?;
-        if jobs.is_empty() {
-            return Ok(None);
+        match Distinct::of(jobs) {
+            None => self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs)),
+            Some(d) => Ok(d.expand(&self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, &d.jobs))?)),
         }
-        let (sql, params) = self.engine.foreign_enqueue(queue, opts, jobs)?;
-        render(&sql, &params, style).map(Some)
     }
 
     /// Every rule a new job meets, whichever connection writes it.
-    fn check_new_jobs(&self, opts: &QueueOpts, jobs: &[NewJob]) -> Result<()> {
+    pub(crate) fn check_new_jobs(&self, opts: &QueueOpts, jobs: &[NewJob]) -> Result<()> {
         opts.check()?;
         for job in jobs {
             self.check_payload(&job.payload)?;
@@ -70,6 +54,9 @@ impl Store {
             }
             if let Some(e) = job.expires_s {
                 check_seconds("expires", e)?;
+            }
+            if let Some(k) = &job.unique_key {
+                check_unique_key(k)?;
             }
         }
         Ok(())

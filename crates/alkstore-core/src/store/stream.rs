@@ -7,7 +7,6 @@
 
 use std::fmt::Display;
 
-use crate::engine::paramstyle::{render, ParamStyle, Rendered};
 use crate::engine::streams::Event;
 use crate::error::{Error, Result};
 use crate::rules::batch::count_in;
@@ -32,24 +31,8 @@ impl Store {
         self.in_tx(tx, |t| self.engine().publish(t, stream, key, payload))
     }
 
-    /// `stream.publish(conn=…)` (ADR 0015): the same checks, then the
-    /// engine's guarded statement in the caller's driver's `style`, for the
-    /// binding to run on that driver.
-    pub fn foreign_publish(
-        &self,
-        stream: &str,
-        key: Option<&str>,
-        payload: &str,
-        style: ParamStyle,
-    ) -> Result<Rendered> {
-        self.check_event(stream, key, payload)?;
-        self.open_check()?;
-        let (sql, params) = self.engine().foreign_publish(stream, key, payload)?;
-        render(&sql, &params, style)
-    }
-
     /// Every rule an event meets, whichever connection writes it.
-    fn check_event(&self, stream: &str, key: Option<&str>, payload: &str) -> Result<()> {
+    pub(crate) fn check_event(&self, stream: &str, key: Option<&str>, payload: &str) -> Result<()> {
         validate_name("stream", stream)?;
         if key.is_some_and(|k| k.contains('\0')) {
             // Postgres text cannot hold NUL: refuse it on every engine alike.

@@ -1,6 +1,7 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
-use alkstore_core::{foreign_params, Engine, EnqueueOps, NewJob, QueueOpts, Result, SqlValue, Tx};
+use alkstore_core::rules::unique::place;
+use alkstore_core::{foreign_params, Engine, EnqueueOps, Error, NewJob, QueueOpts, Result, SqlValue, Tx};
 
 use crate::conn::{now_cte, Ctx, NOW};
 use crate::engine::PgEngine;
@@ -15,6 +16,12 @@ pub(crate) struct Sql {
     pub(crate) one: String,
     /// Many jobs from parallel arrays, ids returned in input order by `ord`.
     pub(crate) many: String,
+    /// Jobs of which some carry a unique key (SPEC §18): [`Sql::many`] plus
+    /// `$12` the keys. A live key's conflict runs a no-op update, so
+    /// RETURNING hands back the live row, committed or not yet (an
+    /// uncommitted one is waited for, as a unique index does), in the same
+    /// statement; rows come back as `(id, unique_key)`.
+    pub(crate) keyed: String,
     /// For a caller's own connection (ADR 0015): `$1` store_id, `$2` queue,
     /// `$3` visibility timeout, `$4` backoff base, `$5` retention, `$6` clock
     /// offset, `$7` the jobs as JSON (`alkstore_core::foreign_params`), so any
@@ -27,10 +34,12 @@ impl Sql {
     /// For the quoted schema `s`, and the store's notification `channel`.
     pub(crate) fn new(s: &str, channel: &str) -> Self {
         let notify = format!("pg_notify('{channel}', queue)");
-        let insert = format!(
-            "INSERT INTO {s}.jobs (queue, state, payload, priority, attempts, max_attempts, claim_token, \
-             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at)"
-        );
+        let cols = "queue, state, payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at";
+        let insert = format!("INSERT INTO {s}.jobs ({cols})");
+        let insert_keyed = format!("INSERT INTO {s}.jobs ({cols}, unique_key)");
+        let on_key = "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL \
+             DO UPDATE SET unique_key = excluded.unique_key";
         Sql {
             one: format!(
                 "{NOW} {insert} SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
@@ -43,12 +52,19 @@ impl Sql {
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
                  ORDER BY u.ord RETURNING id, {notify}"
             ),
+            keyed: format!(
+                "{NOW} {insert_keyed} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, \
+                 $4::float8, $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s, u.unique_key \
+                 FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
+                 WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, unique_key, ord) \
+                 ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}"
+            ),
             foreign: format!(
-                "{now} {insert} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, $4::float8, \
-                 $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint \
-                 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
+                "{now} {insert_keyed} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, \
+                 $4::float8, $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint, \
+                 u.j->>6 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
                  WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text) \
-                 ORDER BY u.ord RETURNING id, {notify}::text AS notified",
+                 ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}::text AS notified",
                 now = now_cte!("$6")
             ),
         }
@@ -59,6 +75,9 @@ impl Sql {
 /// way — a single INSERT, or one INSERT over arrays for many — so a batch is
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
 pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    if jobs.iter().any(|j| j.unique_key.is_some()) {
+        return keyed(cx, queue, opts, jobs).await;
+    }
     if let [job] = jobs {
         let (run_at, delay) = job.ready.parts();
         let max_attempts = job.max_attempts.unwrap_or(opts.max_attempts);
@@ -83,11 +102,7 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
             .await?;
         return Ok(vec![col(&row, 0)?]);
     }
-    let payloads: Vec<&str> = jobs.iter().map(|j| j.payload.as_str()).collect();
-    let priorities: Vec<i32> = jobs.iter().map(|j| j.priority).collect();
-    let budgets: Vec<i64> = jobs.iter().map(|j| j.max_attempts.unwrap_or(opts.max_attempts)).collect();
-    let (run_ats, delays): (Vec<Option<i64>>, Vec<i64>) = jobs.iter().map(|j| j.ready.parts()).unzip();
-    let expires: Vec<Option<i64>> = jobs.iter().map(|j| j.expires_s).collect();
+    let a = Arrays::of(opts, jobs);
     let rows = cx
         .query(
             &cx.sql.enqueue.many,
@@ -97,12 +112,12 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
                 &opts.visibility_timeout_s,
                 &opts.backoff_base_s,
                 &opts.dead_letter_retention_s,
-                &payloads,
-                &priorities,
-                &budgets,
-                &run_ats,
-                &delays,
-                &expires,
+                &a.payloads,
+                &a.priorities,
+                &a.budgets,
+                &a.run_ats,
+                &a.delays,
+                &a.expires,
             ],
         )
         .await?;
@@ -112,6 +127,58 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
     // ascending ids are the input order.
     ids.sort_unstable();
     Ok(ids)
+}
+
+/// Jobs of which some have a unique key, in one statement ([`Sql::keyed`]);
+/// the rows are matched back to the jobs by key.
+async fn keyed(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    let a = Arrays::of(opts, jobs);
+    let keys: Vec<Option<&str>> = jobs.iter().map(|j| j.unique_key.as_deref()).collect();
+    let rows = cx
+        .query(
+            &cx.sql.enqueue.keyed,
+            &[
+                &cx.offset,
+                &queue,
+                &opts.visibility_timeout_s,
+                &opts.backoff_base_s,
+                &opts.dead_letter_retention_s,
+                &a.payloads,
+                &a.priorities,
+                &a.budgets,
+                &a.run_ats,
+                &a.delays,
+                &a.expires,
+                &keys,
+            ],
+        )
+        .await?;
+    let rows = rows.iter().map(|r| Ok((col::<i64>(r, 0)?, col::<Option<String>>(r, 1)?))).collect::<Result<Vec<_>>>()?;
+    place(jobs, rows).ok_or_else(|| Error::database(None, "an enqueue returned fewer rows than jobs".to_string()))
+}
+
+/// The per-job columns of a batch as the parallel arrays `unnest` takes.
+struct Arrays<'a> {
+    payloads: Vec<&'a str>,
+    priorities: Vec<i32>,
+    budgets: Vec<i64>,
+    run_ats: Vec<Option<i64>>,
+    delays: Vec<i64>,
+    expires: Vec<Option<i64>>,
+}
+
+impl<'a> Arrays<'a> {
+    fn of(opts: &QueueOpts, jobs: &'a [NewJob]) -> Self {
+        let (run_ats, delays) = jobs.iter().map(|j| j.ready.parts()).unzip();
+        Arrays {
+            payloads: jobs.iter().map(|j| j.payload.as_str()).collect(),
+            priorities: jobs.iter().map(|j| j.priority).collect(),
+            budgets: jobs.iter().map(|j| j.max_attempts.unwrap_or(opts.max_attempts)).collect(),
+            run_ats,
+            delays,
+            expires: jobs.iter().map(|j| j.expires_s).collect(),
+        }
+    }
 }
 
 impl EnqueueOps for PgEngine {

@@ -2,9 +2,10 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`. Each file implements the core trait of its concept
-//! (`EnqueueOps`, `ClaimOps`, `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`,
-//! `LockOps`, `ScheduleOps`, `StreamOps`) for the engine, right below its
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead). Each file
+//! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
+//! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
+//! `StreamOps`, `PauseOps`, `RedriveOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -34,7 +35,9 @@ pub(crate) mod claim;
 pub(crate) mod enqueue;
 pub(crate) mod handle;
 pub(crate) mod locks;
+pub(crate) mod pause;
 pub(crate) mod reads;
+pub(crate) mod redrive;
 pub(crate) mod schedules;
 pub(crate) mod streams;
 pub(crate) mod sweep;
@@ -45,13 +48,13 @@ pub(crate) mod sweep;
 /// Columns a dead row copies from the live row, in table order.
 pub(crate) const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
                          visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                         claimed_at, deadline, worker_id, expires_at";
+                         claimed_at, deadline, worker_id, expires_at, unique_key";
 
 /// [`LIVE_COLS`] as the SELECT side of a move to dead: the stored state
 /// becomes 'dead' (as on SQLite); every other field is kept as it was.
 pub(crate) const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
                            visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                           claimed_at, deadline, worker_id, expires_at";
+                           claimed_at, deadline, worker_id, expires_at, unique_key";
 
 /// `died_at` and `purge_at` of a row moving to dead.
 pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
@@ -83,6 +86,10 @@ pub(crate) struct Statements {
     pub(crate) reads: reads::Sql,
     /// `sweep_expired`.
     pub(crate) sweep: sweep::Sql,
+    /// pause, resume, is_paused (SPEC §18).
+    pub(crate) pause: pause::Sql,
+    /// requeue_dead, purge_dead (SPEC §18).
+    pub(crate) redrive: redrive::Sql,
     /// TTL locks (SPEC §10).
     pub(crate) locks: locks::Sql,
     /// Schedules (SPEC §8).
@@ -105,6 +112,8 @@ impl Statements {
             cancel: cancel::Sql::new(&s),
             reads: reads::Sql::new(&s),
             sweep: sweep::Sql::new(&s),
+            pause: pause::Sql::new(&s, &channel),
+            redrive: redrive::Sql::new(&s, &channel),
             locks: locks::Sql::new(&s, &channel),
             schedules: schedules::Sql::new(&s, &channel),
             streams: streams::Sql::new(&s, &channel),

@@ -9,7 +9,8 @@ use crate::engine::PgEngine;
 use crate::rows::{col, job};
 
 /// A job view without `state`, `last_error`, `died_at`, in the order
-/// [`crate::rows::job`] reads it (those three are added per table).
+/// [`crate::rows::job`] reads it (those three are added per table, then
+/// `unique_key`).
 const VIEW_COLS: &str = "id, queue, payload, priority, attempts, max_attempts, enqueued_at, run_at, \
                          claimed_at, deadline, worker_id, expires_at";
 
@@ -22,9 +23,9 @@ pub(crate) struct Sql {
     pub(crate) dead_jobs: String,
     /// Live rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit (ADR 0007).
     pub(crate) live_jobs: String,
-    /// Every queue name with a live or dead row, sorted (ADR 0007).
+    /// Every queue name with a live or dead row, or paused, sorted (ADR 0007).
     pub(crate) queue_names: String,
-    /// The four counts and the oldest ready age.
+    /// The four counts, the oldest ready age, paused.
     pub(crate) stats: String,
     /// The earliest future instant `$2`'s queue gains claimable work without a commit.
     pub(crate) next_wake: String,
@@ -37,20 +38,20 @@ impl Sql {
             // One statement, one snapshot: a row moving to dead is seen in
             // exactly one of the two tables.
             get_job: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at \
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key \
                  FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
                  UNION ALL \
-                 SELECT {VIEW_COLS}, 'dead', last_error, died_at \
+                 SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key \
                  FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
             ),
             dead_jobs: format!(
-                "SELECT {VIEW_COLS}, 'dead', last_error, died_at FROM {s}.dead \
+                "SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key FROM {s}.dead \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // For operators (ADR 0007): a backward walk of the primary key
             // that skips other queues' rows.
             live_jobs: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at FROM {s}.jobs \
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key FROM {s}.jobs \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // UNION, not UNION ALL: one name per queue. A scan of both
@@ -58,8 +59,8 @@ impl Sql {
             // COLLATE "C" sorts by bytes, as SQLite's BINARY does, so both
             // engines list queues in one order whatever the database locale.
             queue_names: format!(
-                "SELECT queue FROM (SELECT queue FROM {s}.jobs UNION SELECT queue FROM {s}.dead) q \
-                 ORDER BY queue COLLATE \"C\""
+                "SELECT queue FROM (SELECT queue FROM {s}.jobs UNION SELECT queue FROM {s}.dead \
+                 UNION SELECT queue FROM {s}.paused) q ORDER BY queue COLLATE \"C\""
             ),
             stats: format!(
                 "{NOW}, p AS ( \
@@ -70,7 +71,8 @@ impl Sql {
                  SELECT p.ready, p.scheduled, \
                    (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing'), \
                    (SELECT count(*) FROM {s}.dead WHERE queue = $2::text), \
-                   (SELECT t FROM n) - p.oldest \
+                   (SELECT t FROM n) - p.oldest, \
+                   EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
                  FROM p"
             ),
             // Pending rows: the jobs_ready index orders by priority first, so
@@ -134,6 +136,7 @@ pub(crate) async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
         processing: col(&row, 2)?,
         dead: col(&row, 3)?,
         oldest_ready_age_s: col(&row, 4)?,
+        paused: col(&row, 5)?,
     })
 }
 

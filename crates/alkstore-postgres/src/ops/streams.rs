@@ -58,7 +58,7 @@ impl Sql {
         let heads = format!("INSERT INTO {s}.stream_heads AS h (stream, last_seq)");
         Sql {
             foreign_publish: format!(
-                "{now}, {ev} SELECT seq, {notify}::text AS notified FROM ev",
+                "{now}, {ev} SELECT seq, NULL::text, {notify}::text AS notified FROM ev",
                 now = now_cte!("$5"),
                 ev = event(&format!(
                     "{heads} SELECT $2::text, 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text"

@@ -41,6 +41,15 @@ pub(crate) const EXHAUST_MOVE: &str = live_to_dead!(
 /// Claim step 1, second half: the same rows leave the live table.
 pub(crate) const EXHAUST_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", exhausted!());
 
+/// A paused queue (SPEC §18) hands out nothing: one probe of the paused
+/// table's primary key, in the claim statement itself, so the claim stays
+/// one statement and a pause is seen by the very next claim. `?1` queue.
+macro_rules! not_paused {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1)"
+    };
+}
+
 /// The columns a claim hands back, in [`crate::rows::claimed`]'s order.
 macro_rules! claim_returning {
     () => {
@@ -76,6 +85,7 @@ SELECT id, priority, run_at FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 \
 AND (expires_at IS NULL OR expires_at > ?3))) \
 ORDER BY priority DESC, run_at, id LIMIT ?4)",
+    not_paused!(),
     claim_returning!()
 );
 
@@ -103,11 +113,15 @@ macro_rules! ready_ids_sql_now {
     };
 }
 
-/// The guard of the fast path: the queue has no lapsed lease right now.
+/// The guard of the fast path: the queue has no lapsed lease right now,
+/// and is not paused.
 macro_rules! no_lapsed_lease {
     () => {
-        " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
-         AND deadline < unixepoch() + ?3)"
+        concat!(
+            " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
+             AND deadline < unixepoch() + ?3)",
+            not_paused!()
+        )
     };
 }
 

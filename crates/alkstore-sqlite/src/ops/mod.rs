@@ -2,9 +2,10 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`. Each file implements the core trait of its concept
-//! (`EnqueueOps`, `ClaimOps`, `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`,
-//! `LockOps`, `ScheduleOps`, `StreamOps`) for the engine, right below its
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead). Each file
+//! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
+//! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
+//! `StreamOps`, `PauseOps`, `RedriveOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -34,7 +35,7 @@ macro_rules! insert_dead {
     () => {
         "INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, \
          claim_token, visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-         claimed_at, deadline, worker_id, expires_at, last_error, died_at, purge_at) "
+         claimed_at, deadline, worker_id, expires_at, unique_key, last_error, died_at, purge_at) "
     };
 }
 
@@ -46,7 +47,7 @@ macro_rules! live_to_dead {
             insert_dead!(),
             "SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, \
-             deadline, worker_id, expires_at, ",
+             deadline, worker_id, expires_at, unique_key, ",
             $err,
             ", ",
             $now,
@@ -63,9 +64,11 @@ pub(crate) mod claim;
 pub(crate) mod enqueue;
 pub(crate) mod handle;
 pub(crate) mod locks;
+pub(crate) mod pause;
 #[cfg(test)]
 mod plans;
 pub(crate) mod reads;
+pub(crate) mod redrive;
 pub(crate) mod schedules;
 pub(crate) mod streams;
 pub(crate) mod sweep;

@@ -15,7 +15,7 @@ use crate::rows;
 macro_rules! job_cols {
     () => {
         "id, queue, state, payload, priority, attempts, max_attempts, enqueued_at, run_at, \
-         claimed_at, deadline, worker_id, expires_at"
+         claimed_at, deadline, worker_id, expires_at, unique_key"
     };
 }
 
@@ -45,21 +45,23 @@ pub(crate) const LIVE_JOBS: &str = concat!(
     ", NULL, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 
-/// `queue_names` (ADR 0007): every queue with a live or a dead row, sorted
-/// by bytes (`BINARY`, as Postgres sorts with `COLLATE "C"`). `UNION`, not
-/// `UNION ALL`, removes duplicates. It scans the job table: for operators.
-pub(crate) const QUEUE_NAMES: &str =
-    "SELECT queue FROM __alkstore_jobs UNION SELECT queue FROM __alkstore_dead ORDER BY queue";
+/// `queue_names` (ADR 0007): every queue with a live or a dead row, or
+/// paused, sorted by bytes (`BINARY`, as Postgres sorts with `COLLATE "C"`).
+/// `UNION`, not `UNION ALL`, removes duplicates. It scans the job table: for
+/// operators.
+pub(crate) const QUEUE_NAMES: &str = "SELECT queue FROM __alkstore_jobs UNION SELECT queue FROM __alkstore_dead \
+UNION SELECT queue FROM __alkstore_paused ORDER BY queue";
 
 /// `stats` (SPEC §4.4): ready pending (unswept expired included), scheduled,
-/// processing (lapsed included), dead, age of the oldest ready row. One
-/// statement, so `unixepoch()` is one instant for every count.
+/// processing (lapsed included), dead, age of the oldest ready row, paused.
+/// One statement, so `unixepoch()` is one instant for every count.
 pub(crate) const STATS: &str = "\
 SELECT r.ready, \
 (SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'pending' AND run_at > unixepoch() + ?2), \
 (SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing'), \
 (SELECT count(*) FROM __alkstore_dead WHERE queue = ?1), \
-unixepoch() + ?2 - r.oldest \
+unixepoch() + ?2 - r.oldest, \
+EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1) \
 FROM (SELECT count(*) AS ready, min(run_at) AS oldest FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?2) AS r";
 
@@ -126,6 +128,7 @@ pub(crate) fn stats(conn: &Connection, offset: i64, queue: &str) -> Result<Queue
                     processing: r.get(2)?,
                     dead: r.get(3)?,
                     oldest_ready_age_s: r.get(4)?,
+                    paused: r.get(5)?,
                 })
             })
         })

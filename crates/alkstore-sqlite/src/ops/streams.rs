@@ -34,7 +34,7 @@ pub(crate) const FOREIGN_PUBLISH: &str = "\
 INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
 SELECT $2, coalesce((SELECT last_seq FROM __alkstore_stream_heads WHERE stream = $2), 0) + 1, $3, $4, \
 CAST(strftime('%s', 'now') AS INTEGER) + $5 \
-WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 RETURNING seq";
+WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 RETURNING seq, NULL";
 
 /// Events after `?2`, ascending, at most `?3`: a range scan of the primary key.
 pub(crate) const READ: &str = "\

@@ -1,0 +1,84 @@
+//! Operating a queue (SPEC §18): pause and resume, and the dead letters'
+//! redrive and purge. The Store checks the arguments; the engines do each
+//! in one transaction (`ops/pause.rs`, `ops/redrive.rs`). Queue names come
+//! from a `Queue` handle, checked when it was made (outbox queues included).
+
+use crate::engine::queue::DeadPick;
+use crate::error::{Error, Result};
+use crate::rules::batch::{batch_size, MAX_BATCH};
+use crate::rules::duration::check_seconds;
+use crate::store::{Store, TxSession};
+
+impl Store {
+    /// `q.pause()`: claims of `queue` hand out nothing until `resume`.
+    pub fn pause(&self, queue: &str) -> Result<()> {
+        self.enter(None)?;
+        self.engine().pause(queue)
+    }
+
+    /// `q.resume()`: claims hand out jobs again; waiting claimers wake.
+    pub fn resume(&self, queue: &str) -> Result<()> {
+        self.enter(None)?;
+        self.engine().resume(queue)
+    }
+
+    /// `q.is_paused()`.
+    pub fn is_paused(&self, queue: &str) -> Result<bool> {
+        self.enter(None)?;
+        self.engine().is_paused(queue)
+    }
+
+    /// `q.requeue_dead(ids, limit=…)`: the ids moved back to pending, ascending.
+    pub fn requeue_dead(
+        &self,
+        tx: Option<&mut TxSession>,
+        queue: &str,
+        ids: Option<&[i64]>,
+        limit: usize,
+    ) -> Result<Vec<i64>> {
+        let pick = pick(ids, None, limit)?;
+        self.in_tx(tx, |t| self.engine().requeue_dead(t, queue, &pick))
+    }
+
+    /// `q.purge_dead(ids, older_than_s=…, limit=…)`: how many dead rows were deleted.
+    pub fn purge_dead(
+        &self,
+        tx: Option<&mut TxSession>,
+        queue: &str,
+        ids: Option<&[i64]>,
+        older_than_s: Option<i64>,
+        limit: usize,
+    ) -> Result<i64> {
+        let pick = pick(ids, older_than_s, limit)?;
+        self.in_tx(tx, |t| self.engine().purge_dead(t, queue, &pick))
+    }
+}
+
+/// The selection, checked: `limit` in `1..=1000`, at most 1000 ids, a
+/// bounded age.
+fn pick(ids: Option<&[i64]>, older_than_s: Option<i64>, limit: usize) -> Result<DeadPick<'_>> {
+    batch_size("limit", limit)?;
+    if let Some(ids) = ids {
+        if ids.len() > MAX_BATCH {
+            return Err(Error::Value(format!("ids has {} entries, at most {MAX_BATCH} per call", ids.len())));
+        }
+    }
+    if let Some(s) = older_than_s {
+        check_seconds("older_than_s", s)?;
+    }
+    Ok(DeadPick { ids, older_than_s, limit })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pick_is_bounded() {
+        assert!(pick(None, None, 1).is_ok() && pick(Some(&[1, 2]), Some(0), MAX_BATCH).is_ok());
+        assert!(matches!(pick(None, None, 0), Err(Error::Value(_))));
+        assert!(matches!(pick(None, None, MAX_BATCH + 1), Err(Error::Value(_))));
+        assert!(matches!(pick(Some(&[0; MAX_BATCH + 1]), None, 10), Err(Error::Value(_))));
+        assert!(matches!(pick(None, Some(-1), 10), Err(Error::Value(_))));
+    }
+}

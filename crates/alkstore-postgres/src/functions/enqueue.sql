@@ -1,0 +1,115 @@
+-- The enqueue as a SQL function (SPEC §17), for producers in any language
+-- and for triggers: it runs in the caller's transaction, so the job exists
+-- exactly when that transaction commits.
+--
+-- This is the function's current definition. Migrations 0004 (which
+-- created it) and 0006 (unique keys) both apply this text through the
+-- __ENQUEUE_FUNCTION__ placeholder (migrate.rs), so a new store and one
+-- upgraded from any version end with the same function. Migrations run in
+-- one transaction, so no store is ever left at 0004 with a body naming the
+-- `unique_key` column that 0006 adds (PL/pgSQL resolves columns when the
+-- function first runs, not when it is created).
+--
+-- The bounds are core's, written in when the migration is applied
+-- (migrate.rs renders __MAX_NAME_CHARS__, __RESERVED_PREFIX__,
+-- __MAX_DURATION_S__ and __MAX_PAYLOAD_BYTES__ from alkstore-core), and
+-- the messages read as the Store's, naming the SQL argument. A bad
+-- argument raises SQLSTATE 22023 (invalid_parameter_value) before anything
+-- is written. The payload bound is the default `max_payload_bytes`: the
+-- function cannot know what a particular handle was opened with.
+-- The notification is the one every enqueue sends on the store's channel
+-- (__CHANNEL__), so LISTENing workers wake when the caller commits.
+CREATE OR REPLACE FUNCTION __SCHEMA__.enqueue(
+    queue text,
+    payload jsonb,
+    delay_s bigint DEFAULT 0,
+    priority integer DEFAULT 0,
+    max_attempts bigint DEFAULT 3,
+    expires_s bigint DEFAULT NULL,
+    visibility_timeout_s bigint DEFAULT 300,
+    backoff_base_s double precision DEFAULT 5,
+    unique_key text DEFAULT NULL
+) RETURNS bigint
+LANGUAGE plpgsql
+AS $fn$
+-- The arguments share the columns' names; in the INSERT's conflict clause
+-- a name means the column.
+#variable_conflict use_column
+DECLARE
+    body text;
+    t bigint;
+    new_id bigint;
+BEGIN
+    IF queue IS NULL OR queue = '' THEN
+        RAISE EXCEPTION 'invalid queue name: must not be empty' USING ERRCODE = '22023';
+    END IF;
+    IF char_length(queue) > __MAX_NAME_CHARS__ THEN
+        RAISE EXCEPTION 'invalid queue name: must be at most __MAX_NAME_CHARS__ characters' USING ERRCODE = '22023';
+    END IF;
+    IF starts_with(queue, '__RESERVED_PREFIX__') THEN
+        RAISE EXCEPTION 'invalid queue name: the prefix ''__RESERVED_PREFIX__'' is reserved' USING ERRCODE = '22023';
+    END IF;
+    IF payload IS NULL THEN
+        RAISE EXCEPTION 'payload must not be NULL (JSON null is ''null''::jsonb)' USING ERRCODE = '22023';
+    END IF;
+    body := payload::text;
+    IF octet_length(body) > __MAX_PAYLOAD_BYTES__ THEN
+        RAISE EXCEPTION 'payload is % bytes of JSON, over max_payload_bytes=__MAX_PAYLOAD_BYTES__', octet_length(body)
+            USING ERRCODE = '22023';
+    END IF;
+    IF delay_s IS NULL OR delay_s < 0 THEN
+        RAISE EXCEPTION 'delay_s must be >= 0 seconds, got %', coalesce(delay_s::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF delay_s > __MAX_DURATION_S__ THEN
+        RAISE EXCEPTION 'delay_s must be at most __MAX_DURATION_S__ seconds (100 years), got %', delay_s
+            USING ERRCODE = '22023';
+    END IF;
+    IF priority IS NULL THEN
+        RAISE EXCEPTION 'priority must not be NULL' USING ERRCODE = '22023';
+    END IF;
+    IF max_attempts IS NULL OR max_attempts < 1 THEN
+        RAISE EXCEPTION 'max_attempts must be >= 1, got %', coalesce(max_attempts::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF expires_s < 0 THEN
+        RAISE EXCEPTION 'expires_s must be >= 0 seconds, got %', expires_s USING ERRCODE = '22023';
+    END IF;
+    IF expires_s > __MAX_DURATION_S__ THEN
+        RAISE EXCEPTION 'expires_s must be at most __MAX_DURATION_S__ seconds (100 years), got %', expires_s
+            USING ERRCODE = '22023';
+    END IF;
+    IF visibility_timeout_s IS NULL OR visibility_timeout_s < 1 THEN
+        RAISE EXCEPTION 'visibility_timeout_s must be >= 1, got %', coalesce(visibility_timeout_s::text, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF visibility_timeout_s > __MAX_DURATION_S__ THEN
+        RAISE EXCEPTION 'visibility_timeout_s must be at most __MAX_DURATION_S__ seconds (100 years), got %',
+            visibility_timeout_s USING ERRCODE = '22023';
+    END IF;
+    IF backoff_base_s IS NULL OR backoff_base_s < 0 OR backoff_base_s = 'NaN'::float8
+        OR backoff_base_s = 'Infinity'::float8 THEN
+        RAISE EXCEPTION 'backoff_base_s must be a finite number of seconds >= 0, got %',
+            coalesce(backoff_base_s::text, 'NULL') USING ERRCODE = '22023';
+    END IF;
+    IF backoff_base_s > __MAX_DURATION_S__ THEN
+        RAISE EXCEPTION 'backoff_base_s must be at most __MAX_DURATION_S__ seconds (100 years), got %', backoff_base_s
+            USING ERRCODE = '22023';
+    END IF;
+    IF unique_key IS NOT NULL AND (char_length(unique_key) < 1 OR char_length(unique_key) > __MAX_UNIQUE_KEY_CHARS__) THEN
+        RAISE EXCEPTION 'unique_key must be 1-__MAX_UNIQUE_KEY_CHARS__ characters, got %', char_length(unique_key)
+            USING ERRCODE = '22023';
+    END IF;
+
+    -- The engine's clock, as every statement of the engine reads it.
+    t := floor(extract(epoch FROM clock_timestamp()))::bigint;
+    -- A live key returns the live job's id (SPEC §18): the no-op update makes
+    -- RETURNING hand back that row, waiting for it if it is not committed yet.
+    INSERT INTO __SCHEMA__.jobs AS j (queue, state, payload, priority, attempts, max_attempts, claim_token,
+        visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key)
+    VALUES (queue, 'pending', body, priority, 0, max_attempts, 0,
+        visibility_timeout_s, backoff_base_s, NULL, t, t + delay_s, t + expires_s, unique_key)
+    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO UPDATE SET unique_key = excluded.unique_key
+    RETURNING j.id INTO new_id;
+    PERFORM pg_notify('__CHANNEL__', queue);
+    RETURN new_id;
+END
+$fn$;
