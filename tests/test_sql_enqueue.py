@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 
 import alkstore
 from tests.conftest import PG_URL, Target
+from tests.rewind import rewind
 from tests.workers import claimed_after
 
 
@@ -73,9 +74,7 @@ def test_a_bad_argument_is_a_22023_error_and_writes_nothing(store: alkstore.Stor
 
 
 def test_an_existing_store_gains_the_function_when_it_upgrades(store: alkstore.Store, target: Target) -> None:
-    with psycopg.connect(PG_URL, autocommit=True) as admin:
-        admin.execute(f'DROP FUNCTION "{target.schema}".enqueue')
-        admin.execute(f"UPDATE \"{target.schema}\".meta SET value = '3' WHERE key = 'schema_version'")
+    rewind(target, 3)
     target.open().close()
     with psycopg.connect(PG_URL, autocommit=True) as app:
         row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()

@@ -115,6 +115,11 @@ fn bad_arguments_raise_22023_with_the_front_s_message_and_write_nothing() -> Tes
             format!("queue => 'q', payload => to_jsonb(repeat('x', {}))", 1 << 20),
             front("q", d(), job(&format!("\"{}\"", "x".repeat(1 << 20)))),
         ),
+        ("queue => 'q', unique_key => ''".into(), front("q", d(), NewJob { unique_key: Some(String::new()), ..job("{}") })),
+        (
+            format!("queue => 'q', unique_key => '{}'", "k".repeat(201)),
+            front("q", d(), NewJob { unique_key: Some("k".repeat(201)), ..job("{}") }),
+        ),
     ];
     for (args, message) in &cases {
         assert!(!message.starts_with("not refused"), "{args}: the front accepted it: {message}");
@@ -125,10 +130,32 @@ fn bad_arguments_raise_22023_with_the_front_s_message_and_write_nothing() -> Tes
     let (code, got) = refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'q', payload => NULL)"#))?;
     assert_eq!(code, "22023");
     assert!(got.starts_with("payload must not be NULL"), "{got}");
-    let (code, _) =
-        refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'q', payload => '{{}}', unique_key => 'k')"#))?;
-    assert_eq!(code, "0A000", "unique jobs arrive with SPEC §18; until then the key is refused, not ignored");
     assert!(db.engine.queue_names()?.is_empty(), "nothing was written");
+    Ok(())
+}
+
+/// SPEC §18 through the function: a live key returns the live job's id; a
+/// concurrent transaction holding the same key uncommitted is waited for.
+#[test]
+fn a_unique_key_returns_the_live_job() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let (a, b) = (raw_client()?, raw_client()?);
+    let s = &db.schema;
+    let call = |p: &str| format!(r#"SELECT "{s}".enqueue(queue => 'q', payload => '{p}', unique_key => 'inv-42')"#);
+    alkstore_postgres::block_on(a.batch_execute("BEGIN"))??;
+    let first = one_id(&a, &call("1"))?;
+    // `b` blocks on `a`'s uncommitted row until `a` commits, then gets its id.
+    let second = std::thread::scope(|scope| -> Result<i64, String> {
+        let waiter = scope.spawn(|| one_id(&b, &call("2")).map_err(|e| e.to_string()));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!waiter.is_finished(), "the second enqueue waits for the first transaction");
+        alkstore_postgres::block_on(a.batch_execute("COMMIT")).map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+        waiter.join().map_err(|_| "waiter panicked".to_string())?
+    })?;
+    assert_eq!(second, first);
+    let j = db.engine.get_job(None, "q", first)?.ok_or("the job")?;
+    assert_eq!((j.payload.as_str(), j.unique_key.as_deref()), ("1", Some("inv-42")));
+    assert_eq!(db.engine.stats("q")?.pending, 1);
     Ok(())
 }
 

@@ -1,0 +1,70 @@
+"""Turning a store opened now back into one an older alkstore left: the schema
+later migrations added is taken away again and the version row set back.
+
+For upgrade tests of versions no fixture file holds (tests/fixtures has the
+store of the previous main). The store must be closed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from tests.conftest import Target, pg_admin_connect
+
+#: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
+#: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
+UNDO: dict[int, dict[str, list[str]]] = {
+    6: {
+        engine: [
+            "DROP INDEX __alkstore_jobs_unique",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN unique_key",
+            "ALTER TABLE __alkstore_dead DROP COLUMN unique_key",
+            "DROP TABLE __alkstore_paused",
+        ]
+        for engine in ("sqlite", "postgres")
+    },
+    5: {
+        "sqlite": ["DROP TRIGGER __alkstore_stream_head_follows"],
+        "postgres": ["DELETE FROM __alkstore_meta WHERE key = 'store_id'"],
+    },
+    4: {
+        "sqlite": ["DELETE FROM __alkstore_meta WHERE key = 'store_id'"],
+        "postgres": ["DROP FUNCTION __alkstore_enqueue"],
+    },
+}
+
+
+def raw(target: Target, statements: Sequence[str]) -> None:
+    """Runs SQL on the store's database outside alkstore (the store is closed)."""
+    if target.engine == "sqlite":
+        with sqlite3.connect(target.location) as conn:
+            for sql in statements:
+                conn.execute(sql)
+        conn.close()
+        return
+    with pg_admin_connect() as pg:
+        for sql in statements:
+            pg.execute(sql.replace("__alkstore_", f'"{target.schema}".'))
+
+
+def rewind(target: Target, version: int, *, then: Sequence[str] = ()) -> None:
+    """Undoes every migration after `version`, runs `then`, and writes `version` as the store's."""
+    undo = [sql for n in sorted(UNDO, reverse=True) if n > version for sql in UNDO[n][target.engine]]
+    raw(
+        target, [*undo, *then, f"UPDATE __alkstore_meta SET value = '{version}' WHERE key = 'schema_version'"]
+    )
+
+
+def version(target: Target) -> str:
+    if target.engine == "sqlite":
+        with sqlite3.connect(target.location) as conn:
+            row = conn.execute("SELECT value FROM __alkstore_meta WHERE key = 'schema_version'").fetchone()
+        conn.close()
+    else:
+        with pg_admin_connect() as pg:
+            row = pg.execute(
+                f"SELECT value FROM \"{target.schema}\".meta WHERE key = 'schema_version'"
+            ).fetchone()
+    assert row is not None
+    return str(row[0])
