@@ -228,6 +228,8 @@ def test_django_connection_carries_the_job_in_transaction_atomic(
     result = json.loads(out.stdout)
     assert (result["after_rollback"], result["seen_inside"]) == (False, False), "only with the commit"
     assert (result["claimed"], result["ids_ascend"]) == (["a@b", "now"], True)
+    if target.engine == "sqlite":
+        assert result["mismatch"].startswith("conn= reaches the Django database 'other'"), result["mismatch"]
 
 
 def test_a_stream_event_commits_with_the_callers_transaction(
@@ -282,3 +284,13 @@ def test_a_subscriber_wakes_when_the_caller_commits_an_event(
         t.join(timeout=20)
         reader.close()
     assert got == [offset], "only the commit's wake explains a prompt read under a 30 s poll"
+
+
+def test_import_alkstore_imports_no_driver() -> None:
+    """The drivers are optional (SPEC §17): adapters import them only when a connection of theirs arrives."""
+    drivers = ("psycopg", "asyncpg", "sqlalchemy", "django", "aiosqlite")
+    probe = f"import sys, alkstore; print([m for m in {drivers!r} if m in sys.modules])"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"

@@ -5,7 +5,8 @@ usage: django_conn.py sqlite PATH | django_conn.py postgres URL SCHEMA
 Configures Django on the store's database, creates a table through Django's
 connection and, inside `transaction.atomic()`, writes an order row and enqueues
 its job on Django's connection: once rolled back by an exception, once
-committed; then once in autocommit. Prints JSON: what the queue holds.
+committed; then once in autocommit. On SQLite it also tries an alias on
+another file. Prints JSON: what the queue holds, and that refusal.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ else:
         "PORT": str(u.port or ""),
     }
     TABLE = f'"{SCHEMA}".orders'
-settings.configure(DATABASES={"default": database}, INSTALLED_APPS=[], USE_TZ=True)
+databases = {"default": database}
+if ENGINE == "sqlite":
+    # Another file: enqueueing through it is a mismatch.
+    databases["other"] = {"ENGINE": "django.db.backends.sqlite3", "NAME": PATH + ".other"}
+settings.configure(DATABASES=databases, INSTALLED_APPS=[], USE_TZ=True)
 django.setup()
 
 from django.db import connection, connections, transaction  # noqa: E402  (needs the settings above)
@@ -64,6 +69,13 @@ def main() -> None:
         seen_inside = q.get_job(kept) is not None
     autocommitted = q.enqueue({"to": "now"}, conn=connection)
     claimed = [j.payload["to"] for j in q.claim_batch("w", 10)]
+    mismatch = None
+    if ENGINE == "sqlite":
+        try:
+            q.enqueue({"to": "elsewhere"}, conn=connections["other"])
+            mismatch = "accepted"
+        except alkstore.TransactionError as e:
+            mismatch = str(e)
     print(
         json.dumps(
             {
@@ -71,6 +83,7 @@ def main() -> None:
                 "seen_inside": seen_inside,
                 "claimed": claimed,
                 "ids_ascend": kept < autocommitted,
+                "mismatch": mismatch,
             }
         )
     )

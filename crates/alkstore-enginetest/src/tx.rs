@@ -283,6 +283,10 @@ pub fn a_foreign_enqueue_lands_only_with_the_callers_commit_and_wakes<H: Harness
     assert_eq!(tx.query(&r.rendered.sql, &r.rendered.params)?.len(), 3);
     tx.rollback()?;
     assert_eq!(s.stats("q")?.pending + s.stats("q")?.scheduled, 0, "rolled back: nothing");
+    assert!(
+        !hub.wait(seen, std::time::Instant::now() + std::time::Duration::from_millis(500)),
+        "a rollback wakes nobody"
+    );
 
     let mut tx = caller.begin()?;
     let got = ids(&tx.query(&r.rendered.sql, &r.rendered.params)?)?;
