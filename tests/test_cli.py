@@ -77,8 +77,10 @@ def test_stats_lists_every_queue_with_its_counts(target: Target, store: Store) -
     table = cli("stats", *store_args(target))
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split()[:5] == ["QUEUE", "PENDING", "SCHEDULED", "PROCESSING", "DEAD"]
-    assert lines[1].split() == ["emails", "3", "0", "0", "0", lines[1].split()[-1]]
+    header = ["QUEUE", "PENDING", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST", "READY", "S", "PAUSED"]
+    assert lines[0].split() == header
+    assert lines[1].split() == ["emails", "3", "0", "0", "0", lines[1].split()[-2], "no"]
+    assert all(r["paused"] is False for r in rows)
     assert len(lines) == 4
 
 
@@ -198,7 +200,21 @@ def test_worker_command_prints_status_lines_and_stops_on_sigint(target: Target, 
 # -- errors: one line, non-zero, no traceback --------------------------------------
 
 
-@pytest.mark.parametrize("command", [["stats"], ["jobs", "QUEUE"], ["sweep", "QUEUE"], ["schedules"]])
+#: The commands that change a queue: they too need a store that already exists.
+OPERATIONS = [
+    ["pause", "QUEUE"],
+    ["resume", "QUEUE"],
+    ["cancel", "QUEUE", "--id", "1"],
+    ["requeue", "QUEUE", "--all"],
+    ["requeue", "QUEUE", "--id", "1"],
+    ["purge", "QUEUE", "--all"],
+    ["purge", "QUEUE", "--older-than", "60"],
+]
+
+
+@pytest.mark.parametrize(
+    "command", [["stats"], ["jobs", "QUEUE"], ["sweep", "QUEUE"], ["schedules"], *OPERATIONS]
+)
 def test_a_missing_sqlite_file_is_reported_and_not_created(tmp_path: Path, command: list[str]) -> None:
     missing = tmp_path / "typo.db"
     name, *rest = command
@@ -209,7 +225,14 @@ def test_a_missing_sqlite_file_is_reported_and_not_created(tmp_path: Path, comma
     assert not missing.exists()
 
 
-COMMANDS = [["stats"], ["jobs", "QUEUE"], ["jobs", "QUEUE", "--dead"], ["schedules"], ["sweep", "QUEUE"]]
+COMMANDS = [
+    ["stats"],
+    ["jobs", "QUEUE"],
+    ["jobs", "QUEUE", "--dead"],
+    ["schedules"],
+    ["sweep", "QUEUE"],
+    *OPERATIONS,
+]
 
 
 @pytest.mark.parametrize("contents", ["app tables", "empty"])

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from alkstore._cli._paging import DEFAULT_PAGE
 from alkstore._cli._target import CliError
 from alkstore._core import _MAX_BATCH, _batch_size
 from alkstore._errors import AlkstoreError
@@ -34,6 +35,24 @@ def _limit(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _page_size(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    try:
+        return _batch_size("--page-size", n)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _job_id(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a job id (an integer), got {text!r}") from None
+
+
 def _positive_int(text: str) -> int:
     try:
         n = int(text)
@@ -54,12 +73,12 @@ def _seconds(text: str) -> float:
     return s
 
 
-def _store_args(p: argparse.ArgumentParser, *, queue: bool = False) -> None:
+def _store_args(p: argparse.ArgumentParser, *, queue: bool = False, json_help: str = "a table") -> None:
     p.add_argument("url", metavar="URL", help=URL_HELP)
     if queue:
         p.add_argument("queue", metavar="QUEUE", help="queue name")
     p.add_argument("--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)")
-    p.add_argument("--json", action="store_true", help="print JSON for a program instead of a table")
+    p.add_argument("--json", action="store_true", help=f"print JSON for a program instead of {json_help}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -86,7 +105,9 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds between status lines (0: none)",
     )
 
-    stats = commands.add_parser("stats", help="every queue's pending/scheduled/processing/dead counts")
+    stats = commands.add_parser(
+        "stats", help="every queue's pending/scheduled/processing/dead counts and whether it is paused"
+    )
     _store_args(stats)
 
     jobs = commands.add_parser("jobs", help="the newest jobs of a queue (live, or dead with --dead)")
@@ -103,7 +124,69 @@ def _parser() -> argparse.ArgumentParser:
 
     schedules = commands.add_parser("schedules", help="every registered schedule and its next fire")
     _store_args(schedules)
+
+    _operate_commands(commands)
     return parser
+
+
+def _ids_arg(p: argparse._ActionsContainer, what: str, *, required: bool = False) -> None:
+    p.add_argument(
+        "--id",
+        dest="ids",
+        type=_job_id,
+        nargs="+",
+        action="extend",
+        metavar="N",
+        required=required,
+        help=f"the id(s) of the job(s) to {what} (repeat or list several)",
+    )
+
+
+def _page_size_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--page-size",
+        type=_page_size,
+        default=DEFAULT_PAGE,
+        metavar="N",
+        help=f"jobs per call, each call its own transaction (1-{_MAX_BATCH}, default {DEFAULT_PAGE})",
+    )
+
+
+def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pause = commands.add_parser("pause", help="stop every worker claiming from a queue (persisted)")
+    _store_args(pause, queue=True, json_help="a line")
+    resume = commands.add_parser("resume", help="let workers claim from a paused queue again")
+    _store_args(resume, queue=True, json_help="a line")
+
+    cancel = commands.add_parser("cancel", help="delete pending or processing jobs by id")
+    _store_args(cancel, queue=True, json_help="a line")
+    _ids_arg(cancel, "cancel", required=True)
+
+    requeue = commands.add_parser(
+        "requeue", help="move dead jobs back to pending (attempts 0, ready now); Ctrl-C stops between pages"
+    )
+    _store_args(requeue, queue=True, json_help="a line")
+    which = requeue.add_mutually_exclusive_group(required=True)
+    _ids_arg(which, "requeue")
+    which.add_argument("--all", action="store_true", help="every dead job of the queue, in pages")
+    _page_size_arg(requeue)
+
+    purge = commands.add_parser("purge", help="delete dead jobs; Ctrl-C stops between pages")
+    _store_args(purge, queue=True, json_help="a line")
+    which = purge.add_mutually_exclusive_group(required=True)
+    _ids_arg(which, "delete")
+    which.add_argument(
+        "--older-than",
+        type=_seconds,
+        metavar="SECONDS",
+        help="every dead job that died more than SECONDS ago, in pages",
+    )
+    which.add_argument("--all", action="store_true", help="every dead job of the queue, in pages")
+    _page_size_arg(purge)
+
+
+#: The commands that change a queue; each returns its text and exit status.
+OPERATIONS = ("pause", "resume", "cancel", "requeue", "purge")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -118,6 +201,13 @@ def _run(args: argparse.Namespace) -> int:
         from alkstore._cli._run import run_worker
 
         return run_worker(args.spec, args.concurrency, args.status_every)
+    if command in OPERATIONS:
+        text, status = _operation(args)
+        print(text, flush=True)
+        if status == 130:
+            # stdout says what was done; this tells a person whose stdout goes elsewhere.
+            print(f"{PROG}: interrupted", file=sys.stderr)
+        return status
     printers: dict[str, Callable[[], str]] = {
         "stats": lambda: _inspect.stats(args.url, args.schema, args.json),
         "jobs": lambda: _inspect.jobs(args.url, args.schema, args.queue, args.dead, args.limit, args.json),
@@ -126,6 +216,21 @@ def _run(args: argparse.Namespace) -> int:
     }
     print(printers[command]())
     return 0
+
+
+def _operation(args: argparse.Namespace) -> tuple[str, int]:
+    from alkstore._cli import _operate
+
+    where = (args.url, args.schema, args.queue)
+    if args.command == "pause":
+        return _operate.pause(*where, args.json), 0
+    if args.command == "resume":
+        return _operate.resume(*where, args.json), 0
+    if args.command == "cancel":
+        return _operate.cancel(*where, args.ids, args.json)
+    if args.command == "requeue":
+        return _operate.requeue(*where, args.ids, args.page_size, args.json)
+    return _operate.purge(*where, args.ids, args.older_than, args.page_size, args.json)
 
 
 def _one_line(exc: BaseException) -> str:

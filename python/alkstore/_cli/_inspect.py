@@ -14,7 +14,7 @@ from alkstore._core import Job
 
 __all__ = ["jobs", "schedules", "stats", "sweep"]
 
-STATS_FIELDS = ("pending", "scheduled", "processing", "dead", "oldest_ready_age_s")
+STATS_FIELDS = ("pending", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
 SCHEDULE_FIELDS = ("name", "spec", "queue", "payload", "priority", "max_attempts", "expires", "next_fire_at")
 
 
@@ -46,9 +46,12 @@ def stats(target: str, schema: str | None, as_json: bool) -> str:
     if as_json:
         return _dump([{"queue": name, **{f: getattr(s, f) for f in STATS_FIELDS}} for name, s in rows])
     if not rows:
-        return "no queues yet (a queue appears with its first job)"
-    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s"]
-    return render(headers, [[name, *(getattr(s, f) for f in STATS_FIELDS)] for name, s in rows])
+        return "no queues yet (a queue appears with its first job, or once paused)"
+    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s", "paused"]
+    numbers = STATS_FIELDS[:-1]
+    return render(
+        headers, [[name, *(getattr(s, f) for f in numbers), "yes" if s.paused else "no"] for name, s in rows]
+    )
 
 
 def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as_json: bool) -> str:
