@@ -1,4 +1,4 @@
-"""A stateful model of the job state machine, checked after every step (SPEC §4, §15).
+"""A stateful model of the job state machine, checked after every step (SPEC §4, §15, §18).
 
 The model lives on a virtual clock moved only by `_advance_clock` in steps of
 1000 s, while every duration the machine uses (lease, delays, heartbeats,
@@ -11,6 +11,13 @@ whose range is (0, 0), so they are deterministic too.
 Where the contract leaves a choice open the model accepts every allowed
 outcome: among jobs tied on (priority, ready time) any may be claimed first,
 and a lapsed exhausted row may be moved to dead by any claim.
+
+The §18 operations share the model: unique keys are "a", "b" or None, so
+they collide often; pause gates the claim (whose exhaustion step still runs,
+on both engines, ADR 0016), and `requeue_dead` / `purge_dead` take ids drawn
+from the model's plus a bogus one and a dead row of another queue. Stamped
+times are checked against the model too: the store's clock at t = 0 is read
+once, and a row's `run_at` or `died_at` must sit within SLACK of the model's.
 """
 
 from __future__ import annotations
@@ -37,6 +44,11 @@ from tests.conftest import PG_URL, drop_schema, new_schema_name, require_postgre
 
 VT = 1500
 STEP = 1000
+# How far the real clock may run during one example: far below the 500 s between thresholds.
+SLACK = 250
+# Long enough for a job to die and come back (or be purged) within one example.
+STEPS = 50
+KEYS: list[str | None] = ["a", "b", None]
 
 
 @dataclass
@@ -46,12 +58,15 @@ class MJob:
     max_attempts: int
     run_at: int  # model time it became / becomes ready
     expires_at: int | None
+    payload: int
+    unique_key: str | None = None
     state: str = "pending"  # pending | processing | dead | gone
     attempts: int = 0
     token: int = 0
     deadline: int = 0
     worker: str | None = None
     last_error: str | None = None
+    died_at: int | None = None
 
     def expired(self, t: int) -> bool:
         return self.expires_at is not None and t >= self.expires_at
@@ -92,6 +107,16 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             self.jobs: dict[int, MJob] = {}
             self.handles: list[MHandle] = []
             self.errors = itertools.count()
+            self.payloads = itertools.count()
+            self.paused = False
+            # A dead row of another queue: requeue and purge on "m" must pass it by.
+            self.other = self.store.queue("other")
+            self.foreign = self.other.enqueue({"other": 0})
+            probe = self.other.get_job(self.foreign)
+            assert probe is not None
+            self.base = probe.enqueued_at.timestamp()
+            h = self.other.claim("w0")
+            assert h is not None and h.fail("foreign")
 
         def teardown(self) -> None:
             self._ctx.__exit__(None, None, None)
@@ -106,10 +131,93 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             return j.state == "processing" and j.token == mh.token and self.t < j.deadline
 
         def pick(self, i: int) -> MHandle:
-            return self.handles[i % len(self.handles)]
+            # From the newest: Hypothesis favours small i, and the newest handle is the likeliest valid.
+            return self.handles[-1 - i % len(self.handles)]
 
         def to_dead(self, j: MJob, error: str) -> None:
-            j.state, j.last_error = "dead", error
+            j.state, j.last_error, j.died_at = "dead", error, self.t
+
+        def live_keys(self) -> dict[str, int]:
+            return {j.unique_key: j.id for j in self.live() if j.unique_key is not None}
+
+        def add_jobs(
+            self,
+            ids: list[int],
+            keys: list[str | None],
+            payloads: list[int],
+            *,
+            priority: int,
+            max_attempts: int,
+            run_at: int,
+            expires_at: int | None,
+        ) -> None:
+            """Checks the ids an enqueue returned against the keys and records the new jobs."""
+            live, fresh = self.live_keys(), max(self.jobs, default=self.foreign)
+            for job_id, key, payload in zip(ids, keys, payloads, strict=True):
+                if key is not None and key in live:
+                    assert job_id == live[key], (ids, keys, live)
+                    continue
+                # Fresh ids ascend in input order; Postgres may skip some (ADR 0016).
+                assert job_id > fresh, (ids, keys, fresh)
+                fresh = job_id
+                self.jobs[job_id] = MJob(
+                    id=job_id,
+                    priority=priority,
+                    max_attempts=max_attempts,
+                    run_at=run_at,
+                    expires_at=expires_at,
+                    payload=payload,
+                    unique_key=key,
+                )
+                if key is not None:
+                    live[key] = job_id
+
+        def dead_ids(self) -> list[int]:
+            return sorted(j.id for j in self.jobs.values() if j.state == "dead")
+
+        def draw_ids(self, sel: list[int] | None, extra: str) -> list[int] | None:
+            """Ids for requeue/purge: an even i names a dead row, an odd one any known id.
+
+            `extra` adds an id that names no row, or the dead row of the other queue.
+            """
+            if sel is None:
+                return None
+            known = sorted(self.jobs)
+            pools = (self.dead_ids() or known, known)
+            ids = [pools[i % 2][i // 2 % len(pools[i % 2])] for i in sel] if known else []
+            return ids + {"": [], "bogus": [10**9], "foreign": [self.foreign]}[extra]
+
+        def requeue(self, ids: list[int] | None, limit: int | None, tx: alkstore.Transaction | None) -> None:
+            # The pick comes first (lowest ids, at most limit), then rows whose key is live stay dead.
+            dead = self.dead_ids()
+            pick = (dead if ids is None else sorted(set(ids) & set(dead)))[: limit or 1000]
+            live, moved = set(self.live_keys()), []
+            for job_id in pick:
+                j = self.jobs[job_id]
+                if j.unique_key in live:
+                    continue
+                moved.append(job_id)
+                if j.unique_key is not None:
+                    live.add(j.unique_key)
+            opts = {} if limit is None else {"limit": limit}
+            assert self.q.requeue_dead(ids, tx=tx, **opts) == moved, (ids, limit, pick)
+            for job_id in moved:
+                j = self.jobs[job_id]
+                j.state, j.attempts, j.run_at, j.worker = "pending", 0, self.t, None
+                j.last_error = j.died_at = None
+
+        def purge(
+            self, ids: list[int] | None, older: int | None, limit: int | None, tx: alkstore.Transaction | None
+        ) -> None:
+            def old_enough(j: MJob) -> bool:
+                return older is None or (j.died_at is not None and self.t - j.died_at >= older)
+
+            dead = [i for i in self.dead_ids() if (ids is None or i in ids) and old_enough(self.jobs[i])]
+            pick = dead[: limit or 1000]
+            opts = {} if limit is None else {"limit": limit}
+            assert self.q.purge_dead(ids, older_than_s=older, tx=tx, **opts) == len(pick), (ids, older, limit)
+            for i in pick:
+                self.jobs[i].state = "gone"
 
         # --- rules --------------------------------------------------------------
 
@@ -119,30 +227,45 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             max_attempts=st.sampled_from([None, 1, 2]),
             expires=st.sampled_from([None, None, 1500, 3500]),
             many=st.integers(1, 3),
+            keys=st.lists(st.sampled_from(KEYS), min_size=3, max_size=3),
+            key_form=st.sampled_from(["each", "one", "omit"]),
         )
         def enqueue(
-            self, priority: int, delay: int | None, max_attempts: int | None, expires: int | None, many: int
+            self,
+            priority: int,
+            delay: int | None,
+            max_attempts: int | None,
+            expires: int | None,
+            many: int,
+            keys: list[str | None],
+            key_form: str,
         ) -> None:
             opts = {"priority": priority, "delay": delay, "max_attempts": max_attempts, "expires": expires}
+            payloads = [next(self.payloads) for _ in range(many)]
+            # The key of each payload. "one" passes a single str, which enqueue_many applies to every payload.
+            per: list[str | None] = keys[:many]
+            if key_form != "each":
+                per = [None if key_form == "omit" else keys[0]] * many
             if many == 1:
-                ids = [self.q.enqueue({"n": len(self.jobs)}, **opts)]  # type: ignore[arg-type]
+                ids = [self.q.enqueue({"n": payloads[0]}, unique_key=per[0], **opts)]  # type: ignore[arg-type]
             else:
-                ids = self.q.enqueue_many([{"n": len(self.jobs) + k} for k in range(many)], **opts)  # type: ignore[arg-type]
-            assert len(ids) == many and len(set(ids)) == many
-            assert all(i not in self.jobs for i in ids)
-            assert all(i > max(self.jobs, default=0) for i in ids)
-            for i in ids:
-                self.jobs[i] = MJob(
-                    id=i,
-                    priority=priority,
-                    max_attempts=max_attempts or 3,
-                    run_at=self.t + (delay or 0),
-                    expires_at=None if expires is None else self.t + expires,
-                )
+                key_arg = None if key_form == "omit" else keys[0] if key_form == "one" else per
+                ids = self.q.enqueue_many([{"n": p} for p in payloads], unique_key=key_arg, **opts)  # type: ignore[arg-type]
+            assert len(ids) == many
+            self.add_jobs(
+                ids,
+                per,
+                payloads,
+                priority=priority,
+                max_attempts=max_attempts or 3,
+                run_at=self.t + (delay or 0),
+                expires_at=None if expires is None else self.t + expires,
+            )
 
         @rule(worker=st.sampled_from(["w1", "w2"]), n=st.sampled_from([1, 1, 2, 3]))
         def claim(self, worker: str, n: int) -> None:
-            before = {j.id for j in self.live() if j.claimable(self.t)}
+            # Paused: nothing is handed out, yet the exhaustion step below still runs, on both engines.
+            before = set() if self.paused else {j.id for j in self.live() if j.claimable(self.t)}
             exhausted = {j.id for j in self.live() if j.exhausted_lapsed(self.t)}
             if n == 1:
                 h = self.q.claim(worker)
@@ -245,6 +368,36 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             if expect and j is not None:
                 j.state = "gone"
 
+        @rule(paused=st.sampled_from([True, False, False]))
+        def pause(self, paused: bool) -> None:
+            # Idempotent both ways: drawing the current state again is a repeat. Resume is drawn twice
+            # as often as pause: a paused queue claims nothing, so nothing dies for redrive to move.
+            if paused:
+                self.q.pause()
+            else:
+                self.q.resume()
+            self.paused = paused
+
+        # Gated on a dead row so the steps go where something can move; the empty case runs in transactions.
+        @precondition(lambda self: self.dead_ids())
+        @rule(
+            sel=st.none() | st.lists(st.integers(0, 10**6), max_size=4),
+            extra=st.sampled_from(["", "", "bogus", "foreign"]),
+            limit=st.sampled_from([None, 1, 2, 3]),
+        )
+        def requeue_dead(self, sel: list[int] | None, extra: str, limit: int | None) -> None:
+            self.requeue(self.draw_ids(sel, extra), limit, None)
+
+        @precondition(lambda self: self.dead_ids())
+        @rule(
+            sel=st.none() | st.lists(st.integers(0, 10**6), max_size=4),
+            extra=st.sampled_from(["", "", "bogus", "foreign"]),
+            older=st.sampled_from([None, None, 500, 1500, 2500]),
+            limit=st.sampled_from([None, 1, 2, 3]),
+        )
+        def purge_dead(self, sel: list[int] | None, extra: str, older: int | None, limit: int | None) -> None:
+            self.purge(self.draw_ids(sel, extra), older, limit, None)
+
         @rule(k=st.sampled_from([1, 1, 2]))
         def advance(self, k: int) -> None:
             self.store._advance_clock(k * STEP)
@@ -254,7 +407,8 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
         @rule(
             ops=st.lists(
                 st.tuples(
-                    st.sampled_from(["enqueue", "ack", "retry", "fail", "cancel"]), st.integers(0, 10**6)
+                    st.sampled_from(["enqueue", "ack", "retry", "fail", "cancel", "requeue", "purge"]),
+                    st.integers(0, 10**6),
                 ),
                 min_size=1,
                 max_size=4,
@@ -279,10 +433,18 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
 
         def _tx_op(self, tx: alkstore.Transaction, op: str, i: int) -> None:
             if op == "enqueue":
-                job_id = self.q.enqueue({"tx": i}, tx=tx)
-                assert job_id not in self.jobs
-                self.jobs[job_id] = MJob(
-                    id=job_id, priority=0, max_attempts=3, run_at=self.t, expires_at=None
+                key, payload = KEYS[i % 3], next(self.payloads)
+                job_id = self.q.enqueue({"n": payload}, unique_key=key, tx=tx)
+                self.add_jobs(
+                    [job_id], [key], [payload], priority=0, max_attempts=3, run_at=self.t, expires_at=None
+                )
+                return
+            if op == "requeue":
+                self.requeue(self.draw_ids(None if i % 2 else [i // 2], ""), 1 + i % 3, tx)
+                return
+            if op == "purge":
+                self.purge(
+                    self.draw_ids(None if i % 2 else [i // 2], ""), [None, 500][i % 4 // 2], 1 + i % 3, tx
                 )
                 return
             if op == "cancel":
@@ -332,14 +494,18 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     assert row is None, (j, row)
                     continue
                 assert row is not None, j
-                assert (row.state, row.attempts, row.priority, row.max_attempts) == (
+                assert (row.state, row.attempts, row.priority, row.max_attempts, row.unique_key) == (
                     j.state,
                     j.attempts,
                     j.priority,
                     j.max_attempts,
+                    j.unique_key,
                 ), (j, row)
+                assert row.payload == {"n": j.payload}, (j, row)
+                assert abs(row.run_at.timestamp() - self.base - j.run_at) < SLACK, (j, row)
                 if j.state == "dead":
                     assert row.last_error == j.last_error and row.died_at is not None
+                    assert abs(row.died_at.timestamp() - self.base - (j.died_at or 0)) < SLACK, (j, row)
                 else:
                     assert row.last_error is None and row.died_at is None
                 if j.state == "processing":
@@ -356,6 +522,12 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             processing = sum(1 for j in live if j.state == "processing")
             dead = sum(1 for j in self.jobs.values() if j.state == "dead")
             assert (s.pending, s.scheduled, s.processing, s.dead) == (pending, scheduled, processing, dead)
+            assert s.paused is self.paused and self.q.is_paused() is self.paused
+
+        @invariant()
+        def other_queue_untouched(self) -> None:
+            row = self.other.get_job(self.foreign)
+            assert row is not None and row.state == "dead" and self.q.get_job(self.foreign) is None
 
     return JobMachine
 
@@ -389,4 +561,4 @@ def test_job_state_machine(engine: str, tmp_path_factory: pytest.TempPathFactory
     else:
         opener = _sqlite_opener(tmp_path_factory)
     machine = make_machine(opener)
-    run_state_machine_as_test(machine, settings=settings(settings.default, stateful_step_count=30))
+    run_state_machine_as_test(machine, settings=settings(settings.default, stateful_step_count=STEPS))
