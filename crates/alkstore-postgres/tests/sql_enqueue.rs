@@ -115,7 +115,10 @@ fn bad_arguments_raise_22023_with_the_front_s_message_and_write_nothing() -> Tes
             format!("queue => 'q', payload => to_jsonb(repeat('x', {}))", 1 << 20),
             front("q", d(), job(&format!("\"{}\"", "x".repeat(1 << 20)))),
         ),
-        ("queue => 'q', unique_key => ''".into(), front("q", d(), NewJob { unique_key: Some(String::new()), ..job("{}") })),
+        (
+            "queue => 'q', unique_key => ''".into(),
+            front("q", d(), NewJob { unique_key: Some(String::new()), ..job("{}") }),
+        ),
         (
             format!("queue => 'q', unique_key => '{}'", "k".repeat(201)),
             front("q", d(), NewJob { unique_key: Some("k".repeat(201)), ..job("{}") }),
@@ -149,7 +152,9 @@ fn a_unique_key_returns_the_live_job() -> TestResult {
         let waiter = scope.spawn(|| one_id(&b, &call("2")).map_err(|e| e.to_string()));
         std::thread::sleep(Duration::from_millis(300));
         assert!(!waiter.is_finished(), "the second enqueue waits for the first transaction");
-        alkstore_postgres::block_on(a.batch_execute("COMMIT")).map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+        alkstore_postgres::block_on(a.batch_execute("COMMIT"))
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
         waiter.join().map_err(|_| "waiter panicked".to_string())?
     })?;
     assert_eq!(second, first);

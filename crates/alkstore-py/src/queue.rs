@@ -130,9 +130,9 @@ fn job_ids(ids: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
 fn key(k: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
     match k {
         Some(k) if !k.is_none() => {
-            let s = k.cast::<PyString>().map_err(|_| {
-                PyTypeError::new_err(format!("unique_key must be a str or None, got {}", type_name(k)))
-            })?;
+            let s = k
+                .cast::<PyString>()
+                .map_err(|_| PyTypeError::new_err(format!("unique_key must be a str or None, got {}", type_name(k))))?;
             Ok(Some(s.to_str()?.to_owned()))
         }
         _ => Ok(None),

@@ -153,7 +153,8 @@ async fn keyed(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> 
             ],
         )
         .await?;
-    let rows = rows.iter().map(|r| Ok((col::<i64>(r, 0)?, col::<Option<String>>(r, 1)?))).collect::<Result<Vec<_>>>()?;
+    let rows =
+        rows.iter().map(|r| Ok((col::<i64>(r, 0)?, col::<Option<String>>(r, 1)?))).collect::<Result<Vec<_>>>()?;
     place(jobs, rows).ok_or_else(|| Error::database(None, "an enqueue returned fewer rows than jobs".to_string()))
 }
 
