@@ -58,7 +58,8 @@ fn assert_no_table_scan(what: &str, lines: &[String]) {
 
 /// Both claim candidate scans seek their partial index in its own order:
 /// no full scan and no sort of the jobs table; the one sort is the final
-/// merge of the ready candidates and the lapsed leases. Checked with and without ANALYZE
+/// merge of the ready candidates and the lapsed leases; the pause check is a
+/// primary-key probe. Checked with and without ANALYZE
 /// statistics (a real store never runs ANALYZE).
 #[test]
 fn claim_plan_uses_the_partial_indexes() -> Result<()> {
@@ -74,7 +75,12 @@ fn claim_plan_uses_the_partial_indexes() -> Result<()> {
         assert_no_table_scan("claim", &lines);
         let sorts: Vec<usize> =
             lines.iter().enumerate().filter(|(_, l)| l.contains("TEMP B-TREE")).map(|(i, _)| i).collect();
-        assert_eq!(sorts, vec![lines.len() - 1], "the only sort must be the final candidate merge:\n{text}");
+        let leased = lines.iter().position(|l| l.contains("__alkstore_jobs_leased")).unwrap_or(usize::MAX);
+        assert!(
+            sorts.len() == 1 && sorts[0] > leased,
+            "the only sort must be the final candidate merge, after both scans:\n{text}"
+        );
+        assert!(text.contains("SEARCH __alkstore_paused USING PRIMARY KEY (queue=?)"), "the pause probe: {text}");
     }
     Ok(())
 }
@@ -90,6 +96,7 @@ fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
             let text = lines.join("\n");
             assert!(text.contains("USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"), "{text}");
             assert!(text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
+            assert!(text.contains("SEARCH __alkstore_paused USING PRIMARY KEY (queue=?)"), "{text}");
             assert_no_table_scan("fast claim", &lines);
             assert!(!text.contains("TEMP B-TREE"), "{text}");
         }
