@@ -24,7 +24,7 @@ pub mod rules;
 pub mod schedule;
 pub mod store;
 
-pub use engine::locks::LockOps;
+pub use engine::locks::{LockOps, LockRow};
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
 pub use engine::queue::{

@@ -9,7 +9,7 @@ use crate::{Db, Harness, TestResult};
 #[rustfmt::skip] #[doc(hidden)] #[macro_export]
 macro_rules! __streams_cases { ($harness:ty) => { $crate::__cases! { $harness; streams {
     publish_read_offsets_trim, rolled_back_publish_leaves_no_gap,
-    second_publisher_waits_for_the_first_commit,
+    second_publisher_waits_for_the_first_commit, operators_see_each_head_and_consumer_lag,
 } } } }
 
 pub fn publish_read_offsets_trim<H: Harness>(db: &Db<H>) -> TestResult {
@@ -61,5 +61,36 @@ pub fn second_publisher_waits_for_the_first_commit<H: Harness>(db: &Db<H>) -> Te
         assert_eq!(second.join().map_err(|_| "publisher thread panicked")??, 2);
         Ok(())
     })?;
+    Ok(())
+}
+
+/// `store.streams()`: each stream's head and each saved consumer with its
+/// lag; a trim moves neither; a consumer of a stream never published shows.
+pub fn operators_see_each_head_and_consumer_lag<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    assert!(s.streams()?.is_empty());
+    for p in ["1", "2", "3"] {
+        s.publish(None, "orders", None, p)?;
+    }
+    s.publish(None, "audit", None, "x")?;
+    s.save_offset(None, "orders", "billing", 1)?;
+    s.save_offset(None, "orders", "archive", 3)?;
+    s.save_offset(None, "quiet", "early", 0)?;
+    s.trim_to("orders", 4)?;
+    type Seen = (String, i64, Vec<(String, i64, i64)>);
+    let got: Vec<Seen> = s
+        .streams()?
+        .into_iter()
+        .map(|st| (st.stream, st.head, st.consumers.into_iter().map(|c| (c.consumer, c.offset, c.lag)).collect()))
+        .collect();
+    let o = |c: &str, off, lag| (c.to_owned(), off, lag);
+    assert_eq!(
+        got,
+        [
+            ("audit".to_owned(), 1, vec![]),
+            ("orders".to_owned(), 3, vec![o("archive", 3, 0), o("billing", 1, 2)]),
+            ("quiet".to_owned(), 0, vec![o("early", 0, 0)]),
+        ]
+    );
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! releases the GIL around every call that can wait, and maps errors. No
 //! queue logic lives here — that is the engines' (and `alkstore-core`'s) job.
 
+mod catalog;
 mod convert;
 mod errors;
 mod event;
@@ -52,6 +53,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::Stream>()?;
     m.add_class::<event::Event>()?;
     m.add_class::<subscription::Subscription>()?;
+    m.add_class::<catalog::StreamInfo>()?;
+    m.add_class::<catalog::ConsumerInfo>()?;
+    m.add_class::<catalog::LockInfo>()?;
     rules::add(m)?;
     // Waiting threads must stop re-attaching before the interpreter finalizes.
     m.py().import("atexit")?.call_method1("register", (wrap_pyfunction!(exit::at_exit, m)?,))?;

@@ -14,6 +14,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
+use crate::catalog::{LockInfo, StreamInfo};
 use crate::convert::{integer, number};
 use crate::errors::IntoPyResult;
 use crate::lock::Lock;
@@ -220,6 +221,22 @@ impl Store {
     #[pyo3(signature = (name, tx=None))]
     fn unschedule(&self, py: Python<'_>, name: &str, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
         crate::schedule::unschedule(py, &self.inner, name, tx)
+    }
+
+    /// Every stream with a head or a saved consumer offset, by name, with
+    /// each consumer's lag (for operators: scans of the small head and
+    /// offset tables, never of the events).
+    fn streams(&self, py: Python<'_>) -> PyResult<Vec<StreamInfo>> {
+        let inner = self.inner.clone();
+        let rows = py.detach(move || inner.streams()).py()?;
+        rows.into_iter().map(|s| StreamInfo::new(py, s)).collect()
+    }
+
+    /// Every lease row by name, lapsed ones and the scheduler's leadership included.
+    fn locks(&self, py: Python<'_>) -> PyResult<Vec<LockInfo>> {
+        let inner = self.inner.clone();
+        let rows = py.detach(move || inner.locks()).py()?;
+        rows.into_iter().map(|l| LockInfo::new(py, l)).collect()
     }
 
     /// Every schedule, by name.

@@ -12,4 +12,17 @@ pub trait LockOps {
     fn lock_renew(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool>;
     /// Drops `owner`'s lease; false when `owner` did not hold it.
     fn lock_release(&self, name: &str, owner: &str) -> Result<bool>;
+    /// Every lease row, lapsed ones included, by name: for operators.
+    fn lock_list(&self) -> Result<Vec<LockRow>>;
+}
+
+/// One lease row as operators see it (`store.locks()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockRow {
+    /// The lock's name.
+    pub name: String,
+    /// Who holds (or last held) it.
+    pub owner: String,
+    /// The lease covers `now <= expires_at`.
+    pub expires_at: i64,
 }

@@ -38,6 +38,12 @@ pub trait StreamOps {
     fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64>;
     /// Deletes events with `offset < before`; returns how many.
     fn trim_to(&self, stream: &str, before: i64) -> Result<i64>;
+    /// Every stream's head (the last offset it handed out), by stream name:
+    /// for operators.
+    fn stream_heads(&self) -> Result<Vec<(String, i64)>>;
+    /// Every saved consumer offset as `(stream, consumer, offset)`, by
+    /// stream then consumer: for operators.
+    fn stream_offsets(&self) -> Result<Vec<(String, String, i64)>>;
 }
 
 /// The values of a foreign publish, the same for every engine: `$1` the

@@ -7,6 +7,7 @@
 //!
 //! [`LockOps`]: crate::engine::locks::LockOps
 
+use crate::engine::locks::LockRow;
 use crate::error::{Error, Result};
 use crate::rules::duration::MAX_DURATION_S;
 use crate::rules::names::validate_name;
@@ -31,6 +32,13 @@ pub fn validate_lock(name: &str, owner: &str, ttl_s: Option<i64>) -> Result<()> 
 }
 
 impl Store {
+    /// `store.locks()`: every lease row by name, lapsed ones and the
+    /// scheduler's leadership included (for operators: a scan of the table).
+    pub fn locks(&self) -> Result<Vec<LockRow>> {
+        self.enter(None)?;
+        self.engine().lock_list()
+    }
+
     /// Takes `name` for `owner` until `now + ttl_s`: when it is free, lapsed,
     /// or already `owner`'s (re-acquiring extends it). `LockHeld` otherwise.
     pub fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<()> {

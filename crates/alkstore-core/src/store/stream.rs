@@ -24,7 +24,39 @@ pub fn read_limit<N: TryInto<usize> + Display + Copy>(what: &str, n: N) -> Resul
     count_in(what, n, MAX_READ)
 }
 
+/// One stream as operators see it (`store.streams()`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamState {
+    /// The stream's name.
+    pub stream: String,
+    /// The last offset it handed out (0: never published).
+    pub head: i64,
+    /// Its consumers with a saved offset, by name.
+    pub consumers: Vec<ConsumerState>,
+}
+
+/// One consumer's position in a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerState {
+    /// The consumer's name.
+    pub consumer: String,
+    /// Its saved offset.
+    pub offset: i64,
+    /// Events published after it: `head - offset`, never below 0.
+    pub lag: i64,
+}
+
 impl Store {
+    /// `store.streams()`: every stream with a head or a saved consumer
+    /// offset, by name, with each consumer's lag. For operators and metrics:
+    /// two scans of small tables (heads and offsets), never of the events.
+    pub fn streams(&self) -> Result<Vec<StreamState>> {
+        self.enter(None)?;
+        let heads = self.engine().stream_heads()?;
+        let offsets = self.engine().stream_offsets()?;
+        Ok(merge_streams(heads, offsets))
+    }
+
     /// `stream.publish`: appends one event; returns its offset.
     pub fn publish(&self, tx: Option<&mut TxSession>, stream: &str, key: Option<&str>, payload: &str) -> Result<i64> {
         self.check_event(stream, key, payload)?;
@@ -92,6 +124,21 @@ impl Store {
     }
 }
 
+/// Heads and offsets, each sorted by stream (then consumer), into one entry
+/// per stream.
+fn merge_streams(heads: Vec<(String, i64)>, offsets: Vec<(String, String, i64)>) -> Vec<StreamState> {
+    let mut by_name: std::collections::BTreeMap<String, StreamState> = heads
+        .into_iter()
+        .map(|(stream, head)| (stream.clone(), StreamState { stream, head, consumers: Vec::new() }))
+        .collect();
+    for (stream, consumer, offset) in offsets {
+        let s = by_name.entry(stream.clone()).or_insert(StreamState { stream, head: 0, consumers: Vec::new() });
+        let lag = (s.head - offset).max(0);
+        s.consumers.push(ConsumerState { consumer, offset, lag });
+    }
+    by_name.into_values().collect()
+}
+
 fn check_read(stream: &str, after: i64, limit: usize) -> Result<()> {
     validate_name("stream", stream)?;
     check_offset("after", after)?;
@@ -110,6 +157,20 @@ fn check_offset(what: &str, offset: i64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn streams_merge_heads_and_offsets() {
+        let heads = vec![("a".to_owned(), 10), ("b".to_owned(), 3)];
+        let offsets = vec![
+            ("a".to_owned(), "x".to_owned(), 4),
+            ("a".to_owned(), "y".to_owned(), 10),
+            ("c".to_owned(), "z".to_owned(), 2),
+        ];
+        let got = merge_streams(heads, offsets);
+        let lags: Vec<(&str, i64, Vec<i64>)> =
+            got.iter().map(|s| (s.stream.as_str(), s.head, s.consumers.iter().map(|c| c.lag).collect())).collect();
+        assert_eq!(lags, [("a", 10, vec![6, 0]), ("b", 3, vec![]), ("c", 0, vec![0])]);
+    }
 
     #[test]
     fn argument_rules() {

@@ -4,10 +4,11 @@
 //! A lease covers `now <= expires_at` (the job handle's rule), so it can be
 //! taken over once `expires_at < now`.
 
-use alkstore_core::{LockOps, Result};
+use alkstore_core::{LockOps, LockRow, Result};
 
 use crate::conn::NOW;
 use crate::engine::PgEngine;
+use crate::rows::col;
 
 /// The lock statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
@@ -24,6 +25,8 @@ pub(crate) struct Sql {
     /// store's waiters, so a standby scheduler takes over at once, as every
     /// commit does on SQLite.
     pub(crate) release: String,
+    /// Every lease row by name (for operators).
+    pub(crate) list: String,
 }
 
 impl Sql {
@@ -45,6 +48,7 @@ impl Sql {
                 "DELETE FROM {s}.locks WHERE name = $1::text AND owner = $2::text \
                  RETURNING pg_notify('{channel}', name)"
             ),
+            list: format!("SELECT name, owner, expires_at FROM {s}.locks ORDER BY name COLLATE \"C\""),
         }
     }
 }
@@ -62,5 +66,12 @@ impl LockOps for PgEngine {
 
     fn lock_release(&self, name: &str, owner: &str) -> Result<bool> {
         self.run(None, async |cx| Ok(cx.execute(&cx.sql.locks.release, &[&name, &owner]).await? > 0))
+    }
+
+    fn lock_list(&self) -> Result<Vec<LockRow>> {
+        self.run(None, async |cx| {
+            let rows = cx.query(&cx.sql.locks.list, &[]).await?;
+            rows.iter().map(|r| Ok(LockRow { name: col(r, 0)?, owner: col(r, 1)?, expires_at: col(r, 2)? })).collect()
+        })
     }
 }

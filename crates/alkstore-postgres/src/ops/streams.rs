@@ -39,6 +39,10 @@ pub(crate) struct Sql {
     pub(crate) get_offset: String,
     /// `$1` stream, `$2` first offset kept.
     pub(crate) trim: String,
+    /// Every stream's head, by name (for operators).
+    pub(crate) heads: String,
+    /// Every saved consumer offset, by stream then consumer (for operators).
+    pub(crate) offsets: String,
 }
 
 impl Sql {
@@ -78,6 +82,10 @@ impl Sql {
             ),
             get_offset: format!("SELECT seq FROM {s}.stream_offsets WHERE stream = $1::text AND consumer = $2::text"),
             trim: format!("DELETE FROM {s}.stream_events WHERE stream = $1::text AND seq < $2::bigint"),
+            heads: format!("SELECT stream, last_seq FROM {s}.stream_heads ORDER BY stream COLLATE \"C\""),
+            offsets: format!(
+                "SELECT stream, consumer, seq FROM {s}.stream_offsets ORDER BY stream COLLATE \"C\", consumer COLLATE \"C\""
+            ),
         }
     }
 }
@@ -116,6 +124,20 @@ impl StreamOps for PgEngine {
         self.run(tx, async |cx| {
             let rows = cx.query(&cx.sql.streams.get_offset, &[&stream, &consumer]).await?;
             rows.first().map_or(Ok(0), |r| col(r, 0))
+        })
+    }
+
+    fn stream_heads(&self) -> Result<Vec<(String, i64)>> {
+        self.run(None, async |cx| {
+            let rows = cx.query(&cx.sql.streams.heads, &[]).await?;
+            rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+        })
+    }
+
+    fn stream_offsets(&self) -> Result<Vec<(String, String, i64)>> {
+        self.run(None, async |cx| {
+            let rows = cx.query(&cx.sql.streams.offsets, &[]).await?;
+            rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?, col(r, 2)?))).collect()
         })
     }
 

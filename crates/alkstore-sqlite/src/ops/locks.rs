@@ -4,7 +4,7 @@
 //! A lease covers `now <= expires_at` (the job handle's rule), so it can be
 //! taken over once `expires_at < now`.
 
-use alkstore_core::{LockOps, Result};
+use alkstore_core::{LockOps, LockRow, Result};
 use rusqlite::params;
 
 use crate::engine::SqliteEngine;
@@ -25,6 +25,9 @@ WHERE name = ?1 AND owner = ?2 AND expires_at >= unixepoch() + ?4";
 
 /// Drops the owner's lease, lapsed or not. `?1` name, `?2` owner.
 pub(crate) const RELEASE: &str = "DELETE FROM __alkstore_locks WHERE name = ?1 AND owner = ?2";
+
+/// Every lease row by name (for operators: the table is one row per lock).
+pub(crate) const LIST: &str = "SELECT name, owner, expires_at FROM __alkstore_locks ORDER BY name";
 
 impl LockOps for SqliteEngine {
     fn lock_acquire(&self, name: &str, owner: &str, ttl_s: i64) -> Result<bool> {
@@ -47,6 +50,16 @@ impl LockOps for SqliteEngine {
         self.conns.with_writer(|c| {
             let n = c.prepare_cached(RELEASE).and_then(|mut s| s.execute(params![name, owner])).db()?;
             Ok(n > 0)
+        })
+    }
+
+    fn lock_list(&self) -> Result<Vec<LockRow>> {
+        self.read(None, |c| {
+            let mut stmt = c.prepare_cached(LIST).db()?;
+            let rows = stmt
+                .query_map([], |r| Ok(LockRow { name: r.get(0)?, owner: r.get(1)?, expires_at: r.get(2)? }))
+                .db()?;
+            rows.map(|r| r.db()).collect()
         })
     }
 }

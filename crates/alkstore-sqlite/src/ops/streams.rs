@@ -49,6 +49,13 @@ ON CONFLICT (stream, consumer) DO UPDATE SET seq = max(seq, excluded.seq)";
 /// The saved offset of one consumer.
 pub(crate) const GET_OFFSET: &str = "SELECT seq FROM __alkstore_stream_offsets WHERE stream = ?1 AND consumer = ?2";
 
+/// Every stream's head, by name (for operators).
+pub(crate) const HEADS: &str = "SELECT stream, last_seq FROM __alkstore_stream_heads ORDER BY stream";
+
+/// Every saved consumer offset, by stream then consumer (for operators).
+pub(crate) const OFFSETS: &str =
+    "SELECT stream, consumer, seq FROM __alkstore_stream_offsets ORDER BY stream, consumer";
+
 /// Deletes the events below `?2`; the head row stays.
 pub(crate) const TRIM: &str = "DELETE FROM __alkstore_stream_events WHERE stream = ?1 AND seq < ?2";
 
@@ -105,6 +112,22 @@ impl StreamOps for SqliteEngine {
 
     fn get_offset(&self, tx: Option<&mut dyn Tx>, stream: &str, consumer: &str) -> Result<i64> {
         SqliteEngine::read(self, tx, |c| get_offset(c, stream, consumer))
+    }
+
+    fn stream_heads(&self) -> Result<Vec<(String, i64)>> {
+        SqliteEngine::read(self, None, |c| {
+            let mut stmt = c.prepare_cached(HEADS).db()?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).db()?;
+            rows.map(|r| r.db()).collect()
+        })
+    }
+
+    fn stream_offsets(&self) -> Result<Vec<(String, String, i64)>> {
+        SqliteEngine::read(self, None, |c| {
+            let mut stmt = c.prepare_cached(OFFSETS).db()?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).db()?;
+            rows.map(|r| r.db()).collect()
+        })
     }
 
     fn trim_to(&self, stream: &str, before: i64) -> Result<i64> {
