@@ -125,6 +125,21 @@ def _parser() -> argparse.ArgumentParser:
     schedules = commands.add_parser("schedules", help="every registered schedule and its next fire")
     _store_args(schedules)
 
+    dashboard = commands.add_parser("dashboard", help="serve the web dashboard (extra alkstore[dashboard])")
+    dashboard.add_argument("url", metavar="URL", help=URL_HELP)
+    dashboard.add_argument(
+        "--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)"
+    )
+    dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    dashboard.add_argument("--port", type=_positive_int, default=8765, help="port (default 8765)")
+    dashboard.add_argument("--read-only", action="store_true", help="show everything, change nothing")
+    dashboard.add_argument(
+        "--auth",
+        default=None,
+        metavar="USER:PASSWORD",
+        help="HTTP Basic credentials (or ALKSTORE_DASHBOARD_AUTH)",
+    )
+
     _operate_commands(commands)
     return parser
 
@@ -201,6 +216,10 @@ def _run(args: argparse.Namespace) -> int:
         from alkstore._cli._run import run_worker
 
         return run_worker(args.spec, args.concurrency, args.status_every)
+    if command == "dashboard":
+        from alkstore._cli._dashboard import serve
+
+        return serve(args.url, args.schema, args.host, args.port, args.read_only, args.auth)
     if command in OPERATIONS:
         text, status = _operation(args)
         print(text, flush=True)

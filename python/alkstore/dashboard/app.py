@@ -1,0 +1,170 @@
+"""The dashboard's routes (SPEC §19): server-rendered pages over the public reads,
+POST actions over the public operations, ``/metrics`` and ``/healthz``.
+
+Every endpoint is a plain function: Starlette runs it on its thread pool, so a
+store call that waits on the database never blocks the event loop. Templates
+are Jinja2 with autoescaping on, so every value from the database (payloads
+above all) is shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from alkstore import AlkstoreError, Queue, Store
+from alkstore._cli._target import queue_view
+from alkstore.dashboard.security import CSRF_COOKIE, basic_auth_ok, csrf_ok, csrf_token
+from alkstore.metrics import registry
+
+__all__ = ["MAX_PAYLOAD_SHOWN", "create_app"]
+
+HERE = Path(__file__).parent
+#: A payload longer than this (in characters of pretty JSON) is cut, with a note.
+MAX_PAYLOAD_SHOWN = 64 * 1024
+PAGE = 50
+
+
+def create_app(store: Store, *, read_only: bool = False, auth: str | None = None) -> Starlette:
+    """The dashboard of ``store``. ``auth`` (``USER:PASSWORD``) is checked on every
+    request when given; ``read_only`` refuses every change."""
+    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
+    env.filters["pretty"] = pretty
+
+    def page(request: Request, template: str, **context: Any) -> HTMLResponse:
+        token = csrf_token(request)
+        body = env.get_template(template).render(
+            csrf=token, read_only=read_only, engine=store.engine, request=request, **context
+        )
+        response = HTMLResponse(body)
+        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
+        return response
+
+    def overview(request: Request) -> Response:
+        queues = [(name, queue_view(store, name).stats()) for name in store.queues()]
+        return page(request, "overview.html", queues=queues)
+
+    def queue_page(request: Request) -> Response:
+        q = queue_view(store, request.query_params.get("name", ""))
+        dead = request.query_params.get("state") == "dead"
+        before = _int(request.query_params.get("before"))
+        jobs = (
+            q.dead_jobs(limit=PAGE, before_id=before) if dead else q.live_jobs(limit=PAGE, before_id=before)
+        )
+        more = jobs[-1].id if len(jobs) == PAGE else None
+        return page(request, "queue.html", q=q, stats=q.stats(), jobs=jobs, dead=dead, more=more)
+
+    def job_page(request: Request) -> Response:
+        q = queue_view(store, request.query_params.get("queue", ""))
+        job = q.get_job(_int(request.query_params.get("id")) or 0)
+        if job is None:
+            return page(request, "missing.html", what=f"job {request.query_params.get('id')!s} of {q.name}")
+        return page(request, "job.html", q=q, job=job)
+
+    def catalog(request: Request) -> Response:
+        return page(
+            request, "catalog.html", schedules=store.schedules(), streams=store.streams(), locks=store.locks()
+        )
+
+    async def action(request: Request) -> Response:
+        form = await request.form()
+        if read_only:
+            return PlainTextResponse("this dashboard is read-only", status_code=403)
+        if not csrf_ok(request, form.get("csrf")):
+            return PlainTextResponse("missing or wrong CSRF token: reload the page", status_code=403)
+        name = str(form.get("queue", ""))
+        what = str(form.get("action", ""))
+        ids = [int(v) for v in form.getlist("id") if isinstance(v, str) and v.isdigit()]
+        everything = form.get("all") == "1"
+        result = await run_in_threadpool(_apply, store, name, what, ids, everything)
+        if isinstance(result, Response):
+            return result
+        target = f"/queue?name={_quote(name)}" + ("&state=dead" if what in {"requeue", "purge"} else "")
+        return RedirectResponse(target, status_code=303)
+
+    def metrics(_: Request) -> Response:
+        return Response(generate_latest(registry(store)), media_type=CONTENT_TYPE_LATEST)
+
+    def healthz(_: Request) -> Response:
+        store.queues()  # one round trip: the store answers
+        return PlainTextResponse("ok")
+
+    class Guard(BaseHTTPMiddleware):
+        async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+            if not basic_auth_ok(request, auth):
+                return PlainTextResponse(
+                    "authentication required",
+                    status_code=401,
+                    headers={"WWW-Authenticate": 'Basic realm="alkstore"'},
+                )
+            try:
+                return await call_next(request)
+            except (AlkstoreError, ValueError, TypeError) as exc:
+                return PlainTextResponse(f"{type(exc).__name__}: {exc}", status_code=400)
+
+    routes = [
+        Route("/", overview),
+        Route("/queue", queue_page),
+        Route("/job", job_page),
+        Route("/catalog", catalog),
+        Route("/action", action, methods=["POST"]),
+        Route("/metrics", metrics),
+        Route("/healthz", healthz),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(Guard)])
+
+
+def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool) -> Response | None:
+    """One action on queue ``name``; a 400 response for an unknown one."""
+    q: Queue = queue_view(store, name)
+    if what == "pause":
+        q.pause()
+    elif what == "resume":
+        q.resume()
+    elif what == "cancel":
+        for job_id in ids:
+            q.cancel(job_id)
+    elif what in {"requeue", "purge"}:
+        act = q.requeue_dead if what == "requeue" else q.purge_dead
+        if everything:
+            # Page by page, each its own transaction, until a page moves nothing.
+            while act(limit=1000):
+                pass
+        elif ids:
+            act(ids[:1000])
+    else:
+        return PlainTextResponse(f"unknown action {what!r}", status_code=400)
+    return None
+
+
+def pretty(payload: object) -> str:
+    """The payload as indented JSON, cut past :data:`MAX_PAYLOAD_SHOWN` characters."""
+    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
+    if len(text) > MAX_PAYLOAD_SHOWN:
+        return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
+    return text
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _quote(name: str) -> str:
+    return quote(name, safe="")

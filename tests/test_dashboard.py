@@ -1,0 +1,190 @@
+"""The dashboard (SPEC §19) over HTTP, on both engines: every page, every action,
+the guards (CSRF, read-only, auth) and the escaping.
+
+The app is the real ASGI application, driven through Starlette's TestClient
+(HTTP requests in process, against the real store).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from starlette.testclient import TestClient
+
+import alkstore
+from alkstore.dashboard import create_app
+from alkstore.dashboard.app import MAX_PAYLOAD_SHOWN
+from tests.conftest import Target
+
+
+def csrf(client: TestClient, path: str = "/") -> str:
+    """Loads `path` and returns the CSRF token its forms carry."""
+    page = client.get(path)
+    assert page.status_code == 200, page.text
+    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    return found.group(1) if found else str(client.cookies.get("alkstore_csrf"))
+
+
+def post(client: TestClient, token: str, **form: object) -> int:
+    return client.post("/action", data={"csrf": token, **form}, follow_redirects=False).status_code
+
+
+@pytest.fixture
+def client(store: alkstore.Store) -> TestClient:
+    return TestClient(create_app(store))
+
+
+def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails", max_attempts=1)
+    q.enqueue({"to": "bob@example.com"})
+    dead = q.claim("w")
+    assert dead is not None and dead.fail("mailbox full")
+    live = q.enqueue({"to": "ada@example.com"})
+    store.queue("idle").pause()
+    store.schedule("nightly", "@every 1h", "reports", payload={"kind": "nightly"})
+    store.stream("orders").publish({"n": 1})
+    store.stream("orders").save_offset("billing", 0)
+
+    overview = client.get("/").text
+    assert "emails" in overview and "idle" in overview and "paused" in overview
+    queue = client.get("/queue", params={"name": "emails"}).text
+    assert f"id={live}" in queue and "pending 1" in queue and "dead 1" in queue
+    dead_page = client.get("/queue", params={"name": "emails", "state": "dead"}).text
+    assert "mailbox full" in dead_page and "Requeue all" in dead_page
+    job = client.get("/job", params={"queue": "emails", "id": live}).text
+    assert "ada@example.com" in job
+    assert "There is no job" in client.get("/job", params={"queue": "emails", "id": 999999}).text
+    catalog = client.get("/catalog").text
+    assert "nightly" in catalog and "billing" in catalog and "reports" in catalog
+    assert client.get("/healthz").text == "ok"
+    metrics = client.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    assert 'alkstore_jobs{queue="emails",state="dead"} 1.0' in metrics.text
+    assert client.get("/static/style.css").status_code == 200
+
+
+def test_actions_change_the_store(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails", max_attempts=1)
+    ids = q.enqueue_many([{"n": n} for n in range(4)])
+    for job in q.claim_batch("w", 3):
+        job.fail("boom")
+    token = csrf(client, "/queue?name=emails")
+
+    assert post(client, token, queue="emails", action="pause") == 303
+    assert q.is_paused()
+    assert post(client, token, queue="emails", action="resume") == 303
+    assert not q.is_paused()
+    assert post(client, token, queue="emails", action="requeue", id=str(ids[0])) == 303
+    assert q.get_job(ids[0]) is not None and q.stats().dead == 2
+    assert post(client, token, queue="emails", action="purge", id=str(ids[1])) == 303
+    assert q.get_job(ids[1]) is None
+    assert post(client, token, queue="emails", action="requeue", all="1") == 303
+    assert q.stats().dead == 0
+    assert post(client, token, queue="emails", action="cancel", id=str(ids[3])) == 303
+    assert q.get_job(ids[3]) is None
+    assert post(client, token, queue="emails", action="explode") == 400
+
+
+def test_a_post_without_the_csrf_token_changes_nothing(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails")
+    csrf(client)
+    assert client.post("/action", data={"queue": "emails", "action": "pause"}).status_code == 403
+    assert (
+        client.post("/action", data={"csrf": "forged", "queue": "emails", "action": "pause"}).status_code
+        == 403
+    )
+    other = TestClient(create_app(store))  # another browser: its own cookie, not this page's token
+    assert post(other, csrf(client), queue="emails", action="pause") == 403
+    assert not q.is_paused()
+
+
+def test_read_only_refuses_every_change(store: alkstore.Store) -> None:
+    client = TestClient(create_app(store, read_only=True))
+    q = store.queue("emails")
+    q.enqueue({})
+    page = client.get("/queue", params={"name": "emails"}).text
+    assert "read-only" in page and "disabled" in page
+    assert post(client, csrf(client), queue="emails", action="pause") == 403
+    assert not q.is_paused()
+
+
+def test_auth_is_checked_on_every_request(store: alkstore.Store) -> None:
+    client = TestClient(create_app(store, auth="ops:s3cret"))
+    for path in ("/", "/metrics", "/healthz", "/static/style.css"):
+        assert client.get(path).status_code == 401, path
+    wrong = base64.b64encode(b"ops:guess").decode()
+    assert client.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
+    right = base64.b64encode(b"ops:s3cret").decode()
+    assert client.get("/", headers={"Authorization": f"Basic {right}"}).status_code == 200
+
+
+def test_values_from_the_database_are_shown_as_text(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails", max_attempts=1)
+    evil = q.enqueue({"html": "<script>alert(1)</script>", "attr": '"><img src=x onerror=alert(2)>'})
+    job = q.claim("w")
+    assert job is not None and job.fail("<b>not bold</b>")
+    page = client.get("/job", params={"queue": "emails", "id": evil}).text
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img src=x" not in page
+    dead = client.get("/queue", params={"name": "emails", "state": "dead"}).text
+    assert "<b>not bold</b>" not in dead and "&lt;b&gt;not bold&lt;/b&gt;" in dead
+
+
+def test_a_large_payload_is_cut_past_64_kib(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("big")
+    big = q.enqueue({"blob": "x" * (MAX_PAYLOAD_SHOWN * 2)})
+    page = client.get("/job", params={"queue": "big", "id": big}).text
+    assert "more characters not shown" in page
+    assert len(page) < MAX_PAYLOAD_SHOWN + 20_000
+
+
+def test_a_bad_queue_name_is_a_clear_400(client: TestClient) -> None:
+    r = client.get("/queue", params={"name": "__alkstore_x"})
+    assert r.status_code == 400 and "InvalidName" in r.text
+
+
+def test_the_command_serves_until_interrupted_and_refuses_an_open_bind_without_auth(
+    target: Target, store: alkstore.Store
+) -> None:
+    store.queue("emails").enqueue({})
+    where = [target.location, *(["--schema", target.schema] if target.schema else [])]
+    refused = subprocess.run(
+        [sys.executable, "-m", "alkstore", "dashboard", *where, "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={k: v for k, v in os.environ.items() if k != "ALKSTORE_DASHBOARD_AUTH"},
+    )
+    assert refused.returncode == 2 and "needs --auth" in refused.stderr
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with subprocess.Popen(
+        [sys.executable, "-m", "alkstore", "dashboard", *where, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        body = ""
+        try:
+            for _ in range(100):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                        body = r.read().decode()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+    assert 'alkstore_jobs{queue="emails",state="pending"} 1.0' in body, err
+    assert proc.returncode == 0, err
