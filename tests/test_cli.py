@@ -213,7 +213,7 @@ OPERATIONS = [
 
 
 @pytest.mark.parametrize(
-    "command", [["stats"], ["jobs", "QUEUE"], ["sweep", "QUEUE"], ["schedules"], *OPERATIONS]
+    "command", [["stats"], ["jobs", "QUEUE"], ["sweep", "QUEUE"], ["schedules"], ["dashboard"], *OPERATIONS]
 )
 def test_a_missing_sqlite_file_is_reported_and_not_created(tmp_path: Path, command: list[str]) -> None:
     missing = tmp_path / "typo.db"
@@ -231,6 +231,7 @@ COMMANDS = [
     ["jobs", "QUEUE", "--dead"],
     ["schedules"],
     ["sweep", "QUEUE"],
+    ["dashboard"],
     *OPERATIONS,
 ]
 
