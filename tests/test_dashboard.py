@@ -34,7 +34,7 @@ def csrf(client: TestClient, path: str = "/") -> str:
     return found.group(1) if found else str(client.cookies.get("alkstore_csrf"))
 
 
-def post(client: TestClient, token: str, **form: object) -> int:
+def post(client: TestClient, token: str, **form: str | list[str]) -> int:
     return client.post("/action", data={"csrf": token, **form}, follow_redirects=False).status_code
 
 
@@ -74,8 +74,8 @@ def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: 
 
 def test_actions_change_the_store(store: alkstore.Store, client: TestClient) -> None:
     q = store.queue("emails", max_attempts=1)
-    ids = q.enqueue_many([{"n": n} for n in range(4)])
-    for job in q.claim_batch("w", 3):
+    ids = q.enqueue_many([{"n": n} for n in range(6)])
+    for job in q.claim_batch("w", 5):
         job.fail("boom")
     token = csrf(client, "/queue?name=emails")
 
@@ -84,13 +84,18 @@ def test_actions_change_the_store(store: alkstore.Store, client: TestClient) -> 
     assert post(client, token, queue="emails", action="resume") == 303
     assert not q.is_paused()
     assert post(client, token, queue="emails", action="requeue", id=str(ids[0])) == 303
-    assert q.get_job(ids[0]) is not None and q.stats().dead == 2
+    assert q.get_job(ids[0]) is not None and q.stats().dead == 4
     assert post(client, token, queue="emails", action="purge", id=str(ids[1])) == 303
     assert q.get_job(ids[1]) is None
-    assert post(client, token, queue="emails", action="requeue", all="1") == 303
+    page = client.get("/queue", params={"name": "emails", "state": "dead"}).text
+    assert page.count('form="selected"') == 3 and "Requeue selected" in page
+    # The checked rows' ids go with the one button pressed.
+    assert post(client, token, queue="emails", action="requeue", id=[str(ids[2]), str(ids[3])]) == 303
+    assert q.stats().dead == 1 and q.get_job(ids[3]) is not None
+    assert post(client, token, queue="emails", action="purge", all="1") == 303
     assert q.stats().dead == 0
-    assert post(client, token, queue="emails", action="cancel", id=str(ids[3])) == 303
-    assert q.get_job(ids[3]) is None
+    assert post(client, token, queue="emails", action="cancel", id=str(ids[5])) == 303
+    assert q.get_job(ids[5]) is None
     assert post(client, token, queue="emails", action="explode") == 400
 
 
