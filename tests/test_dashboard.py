@@ -99,6 +99,19 @@ def test_actions_change_the_store(store: alkstore.Store, client: TestClient) -> 
     assert post(client, token, queue="emails", action="explode") == 400
 
 
+def test_requeue_all_moves_every_dead_job_it_can_and_ends(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails", max_attempts=1)
+    keyed = q.enqueue({"k": 1}, unique_key="k")
+    q.enqueue_many([{"n": n} for n in range(1500)])
+    while jobs := q.claim_batch("w", 1000):
+        for job in jobs:
+            job.fail("boom")
+    live = q.enqueue({"k": 2}, unique_key="k")  # the dead one's key is live again
+    assert post(client, csrf(client), queue="emails", action="requeue", all="1") == 303
+    assert [j.id for j in q.dead_jobs()] == [keyed], "only the job whose key is live stays dead"
+    assert q.stats().pending == 1501 and q.get_job(live) is not None
+
+
 def test_a_post_without_the_csrf_token_changes_nothing(store: alkstore.Store, client: TestClient) -> None:
     q = store.queue("emails")
     csrf(client)

@@ -141,9 +141,13 @@ def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool)
     elif what in {"requeue", "purge"}:
         act = q.requeue_dead if what == "requeue" else q.purge_dead
         if everything:
-            # Page by page, each its own transaction, until a page moves nothing.
-            while act(limit=1000):
-                pass
+            # Page by page down the dead letters as they are now, each page its
+            # own transaction: a job left dead (its unique key is live again)
+            # is never picked twice, and the walk ends.
+            before: int | None = None
+            while page := q.dead_jobs(limit=1000, before_id=before):
+                act([j.id for j in page])
+                before = page[-1].id
         elif ids:
             act(ids[:1000])
     else:
