@@ -2,6 +2,8 @@
 
 use alkstore_core::rules::unique::place;
 use alkstore_core::{foreign_params, Engine, EnqueueOps, Error, NewJob, QueueOpts, Result, SqlValue, Tx};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
 
 use crate::conn::{now_cte, Ctx, NOW};
 use crate::engine::PgEngine;
@@ -102,25 +104,7 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
             .await?;
         return Ok(vec![col(&row, 0)?]);
     }
-    let a = Arrays::of(opts, jobs);
-    let rows = cx
-        .query(
-            &cx.sql.enqueue.many,
-            &[
-                &cx.offset,
-                &queue,
-                &opts.visibility_timeout_s,
-                &opts.backoff_base_s,
-                &opts.dead_letter_retention_s,
-                &a.payloads,
-                &a.priorities,
-                &a.budgets,
-                &a.run_ats,
-                &a.delays,
-                &a.expires,
-            ],
-        )
-        .await?;
+    let rows = batch(cx, queue, opts, jobs, false).await?;
     let mut ids = rows.iter().map(|r| col::<i64>(r, 0)).collect::<Result<Vec<_>>>()?;
     // RETURNING order is not promised. The identity sequence hands this
     // statement increasing values in insertion order (ORDER BY ord), so
@@ -132,30 +116,37 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
 /// Jobs of which some have a unique key, in one statement ([`Sql::keyed`]);
 /// the rows are matched back to the jobs by key.
 async fn keyed(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-    let a = Arrays::of(opts, jobs);
-    let keys: Vec<Option<&str>> = jobs.iter().map(|j| j.unique_key.as_deref()).collect();
-    let rows = cx
-        .query(
-            &cx.sql.enqueue.keyed,
-            &[
-                &cx.offset,
-                &queue,
-                &opts.visibility_timeout_s,
-                &opts.backoff_base_s,
-                &opts.dead_letter_retention_s,
-                &a.payloads,
-                &a.priorities,
-                &a.budgets,
-                &a.run_ats,
-                &a.delays,
-                &a.expires,
-                &keys,
-            ],
-        )
-        .await?;
+    let rows = batch(cx, queue, opts, jobs, true).await?;
     let rows =
         rows.iter().map(|r| Ok((col::<i64>(r, 0)?, col::<Option<String>>(r, 1)?))).collect::<Result<Vec<_>>>()?;
     place(jobs, rows).ok_or_else(|| Error::database(None, "an enqueue returned fewer rows than jobs".to_string()))
+}
+
+/// Runs [`Sql::many`], or with `keyed` [`Sql::keyed`] (the same values plus the keys).
+async fn batch(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob], keyed: bool) -> Result<Vec<Row>> {
+    let a = Arrays::of(opts, jobs);
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &cx.offset,
+        &queue,
+        &opts.visibility_timeout_s,
+        &opts.backoff_base_s,
+        &opts.dead_letter_retention_s,
+        &a.payloads,
+        &a.priorities,
+        &a.budgets,
+        &a.run_ats,
+        &a.delays,
+        &a.expires,
+    ];
+    let keys: Vec<Option<&str>>;
+    let sql = if keyed {
+        keys = jobs.iter().map(|j| j.unique_key.as_deref()).collect();
+        params.push(&keys);
+        &cx.sql.enqueue.keyed
+    } else {
+        &cx.sql.enqueue.many
+    };
+    cx.query(sql, &params).await
 }
 
 /// The per-job columns of a batch as the parallel arrays `unnest` takes.
