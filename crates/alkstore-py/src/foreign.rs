@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 
 use alkstore_core::store::foreign::ForeignCall;
-use alkstore_core::{Error, ParamStyle, SqlValue, Store as CoreStore};
+use alkstore_core::{Error, ParamStyle, Rendered, SqlValue, Store as CoreStore};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCFunction, PyDict, PyList, PyTuple};
@@ -57,7 +57,7 @@ pub(crate) fn run(
     shape: Shape,
 ) -> PyResult<Py<PyAny>> {
     let Conn { adapter, style, call: how } = conn;
-    let Some(call) = call else {
+    let Some(mut call) = call else {
         let none = shaped(py, Vec::new(), shape)?;
         return match how {
             Call::Sync => Ok(none),
@@ -65,7 +65,7 @@ pub(crate) fn run(
         };
     };
     let n = call.rows();
-    let (sql, values) = (call.rendered.sql.clone(), call.rendered.params.clone());
+    let Rendered { sql, params: values } = call.take_rendered();
     let params = params(py, values, style.by_name())?;
     let landing = Landing { store: store.clone(), call, shape };
     match how {

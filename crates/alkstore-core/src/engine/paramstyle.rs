@@ -50,7 +50,7 @@ impl ParamStyle {
 }
 
 /// A statement ready for one driver.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Rendered {
     /// The text, in the driver's placeholder style.
     pub sql: String,

@@ -25,6 +25,12 @@ enum Expect {
 }
 
 impl ForeignCall {
+    /// The statement, taken out (the call keeps what reading its rows needs),
+    /// so the binding hands the values to the driver without copying them.
+    pub fn take_rendered(&mut self) -> Rendered {
+        std::mem::take(&mut self.rendered)
+    }
+
     /// How many rows the statement returns where the connection reaches this store.
     pub fn rows(&self) -> usize {
         match &self.expect {
