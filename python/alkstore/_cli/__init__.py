@@ -23,27 +23,24 @@ PROG = "alkstore"
 URL_HELP = "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db"
 
 
-def _limit(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    try:
-        # The core's page-size rule, checked here so a bad --limit is a usage error.
-        return _batch_size("limit", n)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+def _batch(what: str) -> Callable[[str], int]:
+    """An argparse type for a page size: the core's rule, so a bad value is a usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        try:
+            return _batch_size(what, n)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
 
 
-def _page_size(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    try:
-        return _batch_size("--page-size", n)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_limit = _batch("limit")
+_page_size = _batch("--page-size")
 
 
 def _job_id(text: str) -> int:
