@@ -55,6 +55,31 @@ def totals(stderr: str) -> list[int]:
 # -- pause / resume ----------------------------------------------------------------
 
 
+def interrupted_after(argv: list[str], done: int) -> tuple[int, str, str]:
+    """Runs the command, sends SIGINT once its progress on stderr reports `done`
+    jobs, and returns its exit status, stdout and whole stderr."""
+    env = dict(os.environ, PYTHONPATH=helpers_path())
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            assert proc.stderr is not None
+            seen = []
+            for line in proc.stderr:
+                seen.append(line)
+                if totals(line) and totals(line)[0] >= done:
+                    break
+            proc.send_signal(signal.SIGINT)
+            # Not communicate(): it reads the pipe itself and would miss what the
+            # line iteration above has already buffered.
+            rest = proc.stderr.read()
+            assert proc.stdout is not None
+            out = proc.stdout.read()
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return proc.returncode, out, "".join(seen) + rest
+
+
 def test_pause_and_resume_are_seen_by_every_handle(target: Target, store: Store) -> None:
     q = store.queue("emails")
     q.enqueue({"to": "ada"})
@@ -256,29 +281,10 @@ def test_requeue_all_interrupted_half_way_requeues_each_job_at_most_once(
     # interrupt reliably after some progress and well before the end.
     argv = [sys.executable, "-m", "alkstore", "requeue", *store_args(target), "q", "--all"]
     argv += ["--page-size", "1", "--json"]
-    env = dict(os.environ, PYTHONPATH=helpers_path())
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
-        try:
-            assert proc.stderr is not None
-            seen = []
-            for line in proc.stderr:
-                seen.append(line)
-                if totals(line) and totals(line)[0] >= 1000:
-                    break
-            proc.send_signal(signal.SIGINT)
-            # Not communicate(): it reads the pipe itself and would miss what the
-            # line iteration above has already buffered.
-            err = proc.stderr.read()
-            assert proc.stdout is not None
-            out = proc.stdout.read()
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    stderr = "".join(seen) + err
-    assert proc.returncode == 130, stderr
+    returncode, out, stderr = interrupted_after(argv, 1000)
+    assert returncode == 130, stderr
     assert "Traceback" not in stderr
-    report = json_out(subprocess.CompletedProcess(argv, 0, out, err))
+    report = json_out(subprocess.CompletedProcess(argv, 0, out, stderr))
     assert report["interrupted"] is True and report["in_doubt"] == 0 and report["skipped"] == 0
     moved = report["requeued"]
     assert 1000 <= moved < 2500
@@ -302,27 +308,8 @@ def test_an_interrupted_requeue_by_id_says_what_it_did(target: Target, store: St
     ids = make_dead(q, 2000)
     argv = [sys.executable, "-m", "alkstore", "requeue", *store_args(target), "q", "--page-size", "1"]
     argv += ["--id", *map(str, ids)]
-    env = dict(os.environ, PYTHONPATH=helpers_path())
-    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as proc:
-        try:
-            assert proc.stderr is not None
-            seen = []
-            for line in proc.stderr:
-                seen.append(line)
-                if totals(line) and totals(line)[0] >= 10:
-                    break
-            proc.send_signal(signal.SIGINT)
-            # Not communicate(): it reads the pipe itself and would miss what the
-            # line iteration above has already buffered.
-            err = proc.stderr.read()
-            assert proc.stdout is not None
-            out = proc.stdout.read()
-            proc.wait(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    err = "".join(seen) + err
-    assert proc.returncode == 130, err
+    returncode, out, err = interrupted_after(argv, 10)
+    assert returncode == 130, err
     moved = totals(err)[-1]
     assert out.strip() == (
         f"requeued {moved} dead job(s) of 'q' to pending; "
