@@ -69,7 +69,7 @@ def test_idle_waiter_uses_little_cpu(waiter: alkstore.Store) -> None:
 def listen_backends(schema: str) -> list[int]:
     with pg_admin_connect() as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE query = %s",
+            "SELECT pid FROM pg_stat_activity WHERE query = %s AND state = 'idle'",
             (f'LISTEN "alkstore_{schema}"',),
         ).fetchall()
     return [int(str(r[0])) for r in rows]
@@ -92,17 +92,24 @@ def test_waiters_still_woken_after_listen_backend_is_killed(
             break
         time.sleep(0.1)
     assert pids, "the store's LISTEN connection was not found"
-    with pg_admin_connect() as conn:
-        for pid in pids:
-            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    # A waiter already waiting across the outage must still be woken after it.
     got: list[alkstore.JobHandle | None] = []
     t = threading.Thread(target=lambda: got.append(q.claim("w", timeout=30)))
     t.start()
-    # Keep publishing until the re-made LISTEN connection hears one; each job is
-    # enqueued after the previous wait began, so the poll (60 s) cannot be what wakes it.
-    deadline = time.monotonic() + 20
-    while t.is_alive() and time.monotonic() < deadline:
-        producer.queue("q").enqueue({"after": "reconnect"})
-        t.join(1.0)
-    assert got and got[0] is not None, "the waiter was never woken after its LISTEN backend died"
-    assert listen_backends(target.schema), "the LISTEN connection was not re-made"
+    with pg_admin_connect() as conn:
+        for pid in pids:
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    remade: list[int] = []
+    for _ in range(200):
+        remade = [p for p in listen_backends(target.schema) if p not in pids]
+        if remade:
+            break
+        time.sleep(0.1)
+    assert remade, "the LISTEN connection was not re-made within 20 s"
+    assert t.is_alive(), "the waiter returned before any job existed"
+    enqueued = time.monotonic()
+    producer.queue("q").enqueue({"after": "reconnect"})
+    t.join(10)
+    # The poll is 60 s: only the re-made LISTEN connection can wake it this soon.
+    assert got and got[0] is not None, "the waiter was not woken after its LISTEN backend died"
+    assert time.monotonic() - enqueued < 10
