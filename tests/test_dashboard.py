@@ -206,3 +206,41 @@ def test_the_command_serves_until_interrupted_and_refuses_an_open_bind_without_a
             _, err = proc.communicate(timeout=30)
     assert 'alkstore_jobs{queue="emails",state="pending"} 1.0' in body, err
     assert proc.returncode == 0, err
+
+
+def test_the_overview_charts_completions_per_minute(store: alkstore.Store, client: TestClient) -> None:
+    q = store.queue("emails")
+    q.enqueue_many([{"n": i} for i in range(3)])
+    for job in q.claim_batch("w", 3):
+        assert job.ack()
+    page = client.get("/").text
+    counts = [int(n) for n in re.findall(r'<rect [^>]*data-count="(\d+)"', page)]
+    assert len(counts) == 60 and sum(counts) == 3 and counts[-1] in (0, 3)
+    assert "3 jobs acked in the hour, at most 3 in a minute" in page
+    row = re.search(r'<a href="/queue\?name=emails">emails</a></td>(.*?)</tr>', page, re.S)
+    assert row is not None and "<td>3</td>" in row.group(1)
+
+
+def test_the_chart_places_each_minute_and_drops_what_is_outside_the_hour() -> None:
+    from dataclasses import dataclass
+    from datetime import UTC, datetime, timedelta
+
+    from alkstore.dashboard.chart import chart
+
+    now = datetime(2026, 12, 4, 12, 30, 40, tzinfo=UTC)
+    minute = now.replace(second=0)
+
+    @dataclass
+    class Row:
+        queue: str
+        minute: datetime
+        count: int
+
+    def row(queue: str, ago: int, count: int) -> Row:
+        return Row(queue, minute - timedelta(minutes=ago), count)
+
+    c = chart([row("a", 0, 4), row("b", 0, 2), row("a", 59, 1), row("a", 60, 100)], now)
+    assert [b.count for b in c.bars][-1] == 6 and c.bars[0].count == 1
+    assert (c.total, c.peak, c.per_queue) == (7, 6, {"a": 5, "b": 2})
+    assert c.bars[-1].height == c.height and c.bars[0].height == c.height / 6
+    assert c.bars[0].minute == minute - timedelta(minutes=59)

@@ -64,7 +64,7 @@ def test_a_sqlite_store_of_the_previous_main_upgrades_and_keeps_everything(tmp_p
     with alkstore.open(str(path)) as store:
         check_upgraded(store)
     target = Target("sqlite", str(path), None)
-    assert version(target) == "6"
+    assert version(target) == "7"
 
 
 def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -> None:
@@ -76,7 +76,7 @@ def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -
             pg.execute(dump.replace("upgrade_fixture", schema).encode())
         with alkstore.open(PG_URL, schema=schema) as store:
             check_upgraded(store)
-        assert version(Target("postgres", PG_URL, schema)) == "6"
+        assert version(Target("postgres", PG_URL, schema)) == "7"
     finally:
         drop_schema(schema)
 
@@ -104,6 +104,8 @@ def check_upgraded(store: alkstore.Store) -> None:
     q.resume()
     claimed = q.claim("w2")
     assert claimed is not None and claimed.payload == {"to": "b@x"}, "priority 5 first"
+    assert claimed.ack()
+    assert [(c.queue, c.count) for c in store.completions()] == [("emails", 1)]
     # The fixture's lease on "held@x" ended long ago with its one attempt spent:
     # that claim's exhaustion step moved it to dead letters.
     held = q.get_job(live["held@x"].id)

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from alkstore._core import (
+    CompletionCount,
     ConsumerInfo,
     Event,
     Job,
@@ -47,6 +48,7 @@ from alkstore._worker import Worker, WorkerCounts
 
 __all__ = [
     "AlkstoreError",
+    "CompletionCount",
     "ConnectionLost",
     "ConsumerInfo",
     "DatabaseError",

@@ -24,6 +24,7 @@ pub mod rules;
 pub mod schedule;
 pub mod store;
 
+pub use engine::completions::{CompletionOps, MinuteCount, KEEP_MINUTES};
 pub use engine::locks::{LockOps, LockRow};
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};

@@ -16,6 +16,7 @@
 // cannot say why.
 #![allow(missing_docs)]
 
+pub mod completions;
 pub mod concurrency;
 pub mod handle;
 mod harness;
@@ -48,6 +49,7 @@ macro_rules! conformance {
         $crate::__wake_cases!($harness);
         $crate::__concurrency_cases!($harness);
         $crate::__operate_cases!($harness);
+        $crate::__completions_cases!($harness);
     };
 }
 

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("migrations/0004_enqueue_function.sql")),
     (5, include_str!("migrations/0005_store_id.sql")),
     (6, include_str!("migrations/0006_unique_pause.sql")),
+    (7, include_str!("migrations/0007_completions.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

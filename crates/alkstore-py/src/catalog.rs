@@ -1,8 +1,9 @@
-//! What an operator sees across a store (`store.streams()`, `store.locks()`):
-//! read-only values for the CLI, the dashboard and the metrics.
+//! What an operator sees across a store (`store.streams()`, `store.locks()`,
+//! `store.completions()`): read-only values for the CLI, the dashboard and
+//! the metrics.
 
 use alkstore_core::store::stream::{ConsumerState, StreamState};
-use alkstore_core::LockRow;
+use alkstore_core::{LockRow, MinuteCount};
 use pyo3::prelude::*;
 
 use crate::convert::to_datetime;
@@ -75,5 +76,29 @@ impl LockInfo {
 impl LockInfo {
     pub(crate) fn new(py: Python<'_>, l: LockRow) -> PyResult<Self> {
         Ok(LockInfo { name: l.name, owner: l.owner, expires_at: to_datetime(py, l.expires_at)? })
+    }
+}
+
+/// Jobs of one queue acked during one minute (`store.completions()`).
+#[pyclass(name = "CompletionCount", module = "alkstore", frozen, get_all)]
+pub struct CompletionCount {
+    /// The queue.
+    queue: String,
+    /// The start of the minute (UTC, the database's clock).
+    minute: Py<PyAny>,
+    /// How many of its jobs were acked in that minute.
+    count: i64,
+}
+
+#[pymethods]
+impl CompletionCount {
+    fn __repr__(&self) -> String {
+        format!("CompletionCount(queue={:?}, count={})", self.queue, self.count)
+    }
+}
+
+impl CompletionCount {
+    pub(crate) fn new(py: Python<'_>, c: MinuteCount) -> PyResult<Self> {
+        Ok(CompletionCount { queue: c.queue, minute: to_datetime(py, c.minute.saturating_mul(60))?, count: c.count })
     }
 }

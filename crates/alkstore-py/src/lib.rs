@@ -56,6 +56,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::StreamInfo>()?;
     m.add_class::<catalog::ConsumerInfo>()?;
     m.add_class::<catalog::LockInfo>()?;
+    m.add_class::<catalog::CompletionCount>()?;
     rules::add(m)?;
     // Waiting threads must stop re-attaching before the interpreter finalizes.
     m.py().import("atexit")?.call_method1("register", (wrap_pyfunction!(exit::at_exit, m)?,))?;

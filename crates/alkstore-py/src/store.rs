@@ -14,7 +14,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
-use crate::catalog::{LockInfo, StreamInfo};
+use crate::catalog::{CompletionCount, LockInfo, StreamInfo};
 use crate::convert::{integer, number};
 use crate::errors::IntoPyResult;
 use crate::lock::Lock;
@@ -237,6 +237,17 @@ impl Store {
         let inner = self.inner.clone();
         let rows = py.detach(move || inner.locks()).py()?;
         rows.into_iter().map(|l| LockInfo::new(py, l)).collect()
+    }
+
+    /// Jobs acked per queue per minute over the last `minutes` minutes (1 to
+    /// 1440, the current minute included), by queue then minute; minutes
+    /// without acks are absent. Each store writes its counts every few
+    /// seconds and at close; this store's own are written first.
+    #[pyo3(signature = (minutes=60))]
+    fn completions(&self, py: Python<'_>, minutes: i64) -> PyResult<Vec<CompletionCount>> {
+        let inner = self.inner.clone();
+        let rows = py.detach(move || inner.completions(minutes)).py()?;
+        rows.into_iter().map(|c| CompletionCount::new(py, c)).collect()
     }
 
     /// Every schedule, by name.

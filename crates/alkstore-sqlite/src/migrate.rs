@@ -17,6 +17,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("migrations/0004_store_id.sql")),
     (5, include_str!("migrations/0005_stream_head_follows.sql")),
     (6, include_str!("migrations/0006_unique_pause.sql")),
+    (7, include_str!("migrations/0007_completions.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

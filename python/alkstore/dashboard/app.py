@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from alkstore import AlkstoreError, Queue, Store
 from alkstore._cli._target import queue_view
+from alkstore.dashboard.chart import MINUTES, chart
 from alkstore.dashboard.security import CSRF_COOKIE, basic_auth_ok, csrf_ok, csrf_token
 from alkstore.metrics import registry
 
@@ -54,8 +55,11 @@ def create_app(store: Store, *, read_only: bool = False, auth: str | None = None
         return response
 
     def overview(request: Request) -> Response:
-        queues = [(name, queue_view(store, name).stats()) for name in store.queues()]
-        return page(request, "overview.html", queues=queues)
+        done = chart(store.completions(MINUTES))
+        # A queue that is caught up (nothing stored) still shows while it completed jobs this hour.
+        names = sorted(set(store.queues()) | done.per_queue.keys())
+        queues = [(name, queue_view(store, name).stats()) for name in names]
+        return page(request, "overview.html", queues=queues, chart=done)
 
     def queue_page(request: Request) -> Response:
         q = queue_view(store, request.query_params.get("name", ""))

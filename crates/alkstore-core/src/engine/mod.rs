@@ -26,6 +26,7 @@
 //! when it is `Some` (the engine downcasts it to its own type with
 //! [`Tx::as_any_mut`]) and in its own short transaction otherwise.
 
+pub mod completions;
 pub mod locks;
 pub mod model;
 pub mod paramstyle;
@@ -36,6 +37,7 @@ pub mod streams;
 
 use std::any::Any;
 
+use crate::engine::completions::CompletionOps;
 use crate::engine::locks::LockOps;
 use crate::engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, PauseOps, ReadOps, RedriveOps, SweepOps};
 use crate::engine::schedules::ScheduleOps;
@@ -76,6 +78,7 @@ pub trait Engine:
     + LockOps
     + ScheduleOps
     + StreamOps
+    + CompletionOps
 {
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;

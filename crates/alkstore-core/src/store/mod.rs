@@ -4,6 +4,7 @@
 //! byte reaches storage: the store is open, the calling thread is not inside
 //! a transaction it did not pass, names and arguments are valid, payloads fit.
 
+pub mod completions;
 pub mod foreign;
 pub mod lock;
 pub mod operate;
@@ -23,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::open::options::OpenOptions;
 pub use crate::rules::batch::{batch_size, MAX_BATCH};
 use crate::rules::duration::MAX_DURATION_S;
+use crate::store::completions::Tally;
 pub use crate::store::session::TxSession;
 use crate::store::txguard::TxThreads;
 use crate::store::wake::WakeHub;
@@ -37,12 +39,15 @@ pub struct Store {
     closed: Arc<AtomicBool>,
     /// Started on the first wait, so stores that never wait run no watcher.
     hub: OnceLock<Arc<WakeHub>>,
+    /// Acks counted for the completion chart, not yet written.
+    done: Arc<Tally>,
 }
 
 impl Store {
     /// Wraps an opened engine.
     pub fn new(engine: Arc<dyn Engine>, options: OpenOptions) -> Self {
-        Store { engine, options, threads: Arc::default(), closed: Arc::default(), hub: OnceLock::new() }
+        let done = Arc::new(Tally::new(&engine));
+        Store { engine, options, threads: Arc::default(), closed: Arc::default(), hub: OnceLock::new(), done }
     }
 
     /// The engine's name.
@@ -63,6 +68,7 @@ impl Store {
     /// Closes the store. Idempotent.
     pub fn close(&self) {
         if !self.closed.swap(true, Ordering::SeqCst) {
+            self.done.finish();
             self.engine.close();
             if let Some(hub) = self.hub.get() {
                 // Waiters see `closed` on their next look and raise StoreClosed.
@@ -144,6 +150,8 @@ impl Store {
                 thread,
                 threads: self.threads.clone(),
                 closed: self.closed.clone(),
+                acked: Vec::new(),
+                done: self.done.clone(),
             }),
             Err(e) => {
                 self.threads.leave(thread);

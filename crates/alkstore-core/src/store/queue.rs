@@ -10,6 +10,7 @@ use crate::rules::duration::{check_instant, check_seconds, check_wait, span};
 use crate::rules::names::validate_name;
 use crate::rules::retry::{retry_to, RetryTo};
 use crate::rules::unique::{check_unique_key, Distinct};
+use crate::store::completions::acked_per_queue;
 use crate::store::waiting::WaitSpec;
 use crate::store::{Store, TxSession};
 
@@ -100,9 +101,27 @@ impl Store {
         Ok(got.unwrap_or_default())
     }
 
-    /// `job.ack` / `q.ack_batch`.
+    /// `job.ack` / `q.ack_batch`. What lands is counted for the completion
+    /// chart: now, or at the caller's commit.
     pub fn ack(&self, tx: Option<&mut TxSession>, jobs: &[&Claimed]) -> Result<usize> {
-        self.in_tx(tx, |t| if jobs.is_empty() { Ok(0) } else { self.engine.ack(t, jobs) })
+        if jobs.is_empty() {
+            return self.in_tx(tx, |_| Ok(0));
+        }
+        match tx {
+            Some(s) => {
+                let landed = s.op(|t| self.engine.ack(Some(t), jobs))?;
+                s.acked.extend(acked_per_queue(jobs, landed));
+                Ok(landed)
+            }
+            None => {
+                self.enter(None)?;
+                let landed = self.engine.ack(None, jobs)?;
+                for (queue, n) in acked_per_queue(jobs, landed) {
+                    self.done.add(&queue, n);
+                }
+                Ok(landed)
+            }
+        }
     }
 
     /// `job.retry`.

@@ -12,6 +12,7 @@ use std::thread::ThreadId;
 use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::Tx;
 use crate::error::{Error, Result};
+use crate::store::completions::Tally;
 use crate::store::txguard::TxThreads;
 
 /// A caller transaction plus the seam's bookkeeping: a failed statement dooms
@@ -23,6 +24,9 @@ pub struct TxSession {
     pub(super) threads: Arc<TxThreads>,
     /// The store's closed flag (SPEC §2: any use after close raises StoreClosed).
     pub(super) closed: Arc<AtomicBool>,
+    /// Acks made inside, per queue: counted for the chart only at commit.
+    pub(super) acked: Vec<(String, u64)>,
+    pub(super) done: Arc<Tally>,
 }
 
 impl TxSession {
@@ -102,7 +106,11 @@ impl TxSession {
             t.rollback()?;
             return Err(Error::Transaction("the transaction was rolled back: a statement inside it failed".into()));
         }
-        t.commit()
+        t.commit()?;
+        for (queue, n) in self.acked.drain(..) {
+            self.done.add(&queue, n);
+        }
+        Ok(())
     }
 
     /// Rolls back. Idempotent once finished.

@@ -2,10 +2,11 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead). Each file
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `completions`
+//! (the chart's per-minute ack counts). Each file
 //! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
 //! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
-//! `StreamOps`, `PauseOps`, `RedriveOps`) for the engine, right below its
+//! `StreamOps`, `PauseOps`, `RedriveOps`, `CompletionOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -32,6 +33,7 @@
 
 pub(crate) mod cancel;
 pub(crate) mod claim;
+pub(crate) mod completions;
 pub(crate) mod enqueue;
 pub(crate) mod handle;
 pub(crate) mod locks;
@@ -96,6 +98,8 @@ pub(crate) struct Statements {
     pub(crate) schedules: schedules::Sql,
     /// Streams (SPEC §9).
     pub(crate) streams: streams::Sql,
+    /// Per-minute ack counts (SPEC §19).
+    pub(crate) completions: completions::Sql,
 }
 
 impl Statements {
@@ -117,6 +121,7 @@ impl Statements {
             locks: locks::Sql::new(&s, &channel),
             schedules: schedules::Sql::new(&s, &channel),
             streams: streams::Sql::new(&s, &channel),
+            completions: completions::Sql::new(&s),
         }
     }
 }
