@@ -18,6 +18,10 @@ the in-flight count can never exceed ``concurrency``:
 User code runs through ``alkstore._runner`` (heartbeats, and return /
 exception / ``Fail`` to ack / retry / dead). On stop: no more claims, in-flight
 handlers get ``grace_s`` to finish, then whatever still runs is released.
+
+With telemetry (``alkstore._otel``) each started job carries a span, ended
+wherever its outcome is counted, before its slot frees: every span has ended
+by the time ``run`` returns.
 """
 
 from __future__ import annotations
@@ -31,13 +35,16 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
 from alkstore._errors import AlkstoreError, DatabaseError, Fail
 from alkstore._executors import Escaped, LoopThread, ThreadPool
 from alkstore._tally import Tally
+
+if TYPE_CHECKING:  # importing _otel imports opentelemetry: only with telemetry on
+    from alkstore._otel import Processing, Telemetry
 
 __all__ = ["Handler", "Run"]
 
@@ -67,6 +74,7 @@ class Handler:
 @dataclass(eq=False)
 class _InFlight:
     job: JobHandle
+    span: Processing | None = None  # with telemetry on: ended where the outcome is counted
     future: Future[_runner.Outcome] | None = None
     outcome: str | None = None  # set when the handler's future finishes
     releasing: bool = False  # the drain is releasing it: it does the counting
@@ -130,6 +138,7 @@ class Run:
         concurrency: int,
         grace_s: float,
         tally: Tally,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.halt = StopToken()
         self._worker_id = worker_id
@@ -137,6 +146,7 @@ class Run:
         self._concurrency = concurrency
         self._grace_s = grace_s
         self._tally = tally
+        self._telemetry = telemetry
         self._hurry = False
         self._round: StopToken | None = None
         self._cond = threading.Condition()  # guards _inflight
@@ -262,25 +272,40 @@ class Run:
 
     def _start(self, h: Handler, job: JobHandle) -> None:
         """Starts ``job`` on a free slot, or gives it back when there is none."""
+        telemetry = self._telemetry
+        # Opened before the slot is taken, so a drain that finds the job in
+        # flight always finds its span too.
+        span = None if telemetry is None else telemetry.start(job)
         with self._cond:
             run = not self.halt.stopped and len(self._inflight) < self._concurrency
             if run:
                 seq = next(self._seq)
-                rec = _InFlight(job)
+                rec = _InFlight(job, span)
                 self._inflight[seq] = rec
         if not run:
-            if self._release(job):
+            landed = self._release(job)
+            if landed:
                 self._tally.add("released")
+            if span is not None:
+                span.end("released" if landed else "lost")
             return
         self._tally.started()
         fn = h.fn
         fut: Future[_runner.Outcome]
         if h.is_async:
             assert self._loop is not None
-            fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j)))
+            if span is None:
+                fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j)))
+            else:
+                fut = self._loop.submit(_runner.run_async(job, lambda j: span.run_async(_call_async(fn, j))))
         else:
             assert self._pool is not None
-            fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j)))
+            if span is None:
+                fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j)))
+            else:
+                fut = self._pool.submit(
+                    lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)))
+                )
         rec.future = fut
         fut.add_done_callback(lambda f: self._done(seq, rec, f))
 
@@ -292,14 +317,33 @@ class Run:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:
             kind = self._after_crash(rec.job, exc)
+        if rec.span is not None:
+            self._end_span(rec, kind)
+        counted: str | None = None
         with self._cond:
             self._inflight.pop(seq, None)
             rec.outcome = kind
             if kind is not None and not rec.releasing and not rec.settled:
                 self._tally.add(kind)
                 rec.settled = True
+                counted = kind
             self._cond.notify_all()
         self._tally.finished()
+        if counted is not None and rec.span is not None:
+            rec.span.end(counted)  # the drain let go of it after _end_span looked
+
+    def _end_span(self, rec: _InFlight, kind: str | None) -> None:
+        """Counts ``rec``'s outcome and ends its span while it still holds its
+        slot (so the drain waits for the span), outside the lock (an exporter
+        may be slow). A job the drain is releasing is the drain's to count."""
+        assert rec.span is not None
+        with self._cond:
+            if kind is None or rec.releasing or rec.settled:
+                return
+            rec.outcome = kind
+            self._tally.add(kind)
+            rec.settled = True
+        rec.span.end(kind)
 
     def _after_crash(self, job: JobHandle, exc: BaseException) -> str:
         """Something escaped the runner: a BaseException from the handler, or
@@ -334,19 +378,24 @@ class Run:
                 if left <= 0:
                     break
                 self._cond.wait(min(SLICE_S, left))
-            stuck = list(self._inflight.values())
+            # A settled job is only finishing up (its span ending): nothing to release.
+            stuck = [rec for rec in self._inflight.values() if not rec.settled]
             for rec in stuck:
                 rec.releasing = True
         for rec in stuck:
             landed = not closed and self._release(rec.job)
+            counted: str | None = None
             with self._cond:
                 rec.releasing = False
                 if landed:
-                    self._tally.add("released")
-                    rec.settled = True
+                    counted = "released"
                 elif rec.outcome is not None and not rec.settled:
-                    self._tally.add(rec.outcome)
+                    counted = rec.outcome
+                if counted is not None:
+                    self._tally.add(counted)
                     rec.settled = True
+            if counted is not None and rec.span is not None:
+                rec.span.end(counted)
             if landed and rec.future is not None:
                 rec.future.cancel()  # async handlers stop at their next await
         if self._loop is not None:

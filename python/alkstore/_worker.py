@@ -22,13 +22,16 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from alkstore._core import _MAX_NAME_CHARS, Queue, StopToken, Store, _validate_name
 from alkstore._dispatch import Handler, Run
 from alkstore._errors import StoreClosed
 from alkstore._signals import handling
 from alkstore._tally import Tally, WorkerCounts
+
+if TYPE_CHECKING:
+    from alkstore._otel import Telemetry
 
 __all__ = ["Worker", "WorkerCounts"]
 
@@ -67,6 +70,21 @@ def _check_grace(grace_s: object) -> float:
     return float(grace_s)
 
 
+def _telemetry(enabled: object, worker_id: str) -> Telemetry | None:
+    if not isinstance(enabled, bool):
+        raise TypeError(f"telemetry must be a bool, got {type(enabled).__name__}")
+    if not enabled:
+        return None  # and nothing from opentelemetry is imported
+    try:
+        from alkstore import _otel
+    except ImportError as exc:
+        raise ImportError(
+            "Worker(telemetry=True) needs the OpenTelemetry API: pip install 'alkstore[otel]'",
+            name=exc.name,
+        ) from exc
+    return _otel.Telemetry(worker_id)
+
+
 def _is_async(fn: Callable[..., Any]) -> bool:
     call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__ counts too
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
@@ -78,6 +96,12 @@ class Worker:
     ``worker_id`` (default ``"<hostname>-<pid>"``) is the name stamped on every
     claim. ``grace_s`` is how long a stop waits for running handlers before
     their jobs are released (back to pending, attempt refunded).
+
+    ``telemetry=True`` (extra ``alkstore[otel]``) emits a span ``process
+    <queue>`` per job and the metrics ``messaging.process.duration`` and
+    ``messaging.client.consumed.messages`` through the global OpenTelemetry
+    providers (docs/telemetry.md); without it nothing from OpenTelemetry is
+    imported.
     """
 
     def __init__(
@@ -87,6 +111,7 @@ class Worker:
         worker_id: str | None = None,
         *,
         grace_s: float = 30.0,
+        telemetry: bool = False,
     ) -> None:
         if not isinstance(store, Store):
             raise TypeError(f"store must be an alkstore.Store, got {type(store).__name__}")
@@ -94,6 +119,7 @@ class Worker:
         self._concurrency = _check_concurrency(concurrency)
         self._worker_id = default_worker_id() if worker_id is None else _check_worker_id(worker_id)
         self._grace_s = _check_grace(grace_s)
+        self._telemetry = _telemetry(telemetry, self._worker_id)
         self._handlers: dict[str, Handler] = {}
         self._tally = Tally()
         self._lock = threading.Lock()
@@ -132,6 +158,11 @@ class Worker:
     def grace_s(self) -> float:
         """How long a stop waits for running handlers before releasing their jobs."""
         return self._grace_s
+
+    @property
+    def telemetry(self) -> bool:
+        """Whether the worker emits OpenTelemetry spans and metrics."""
+        return self._telemetry is not None
 
     @property
     def queues(self) -> list[str]:
@@ -216,7 +247,12 @@ class Worker:
             if self._run is not None:
                 raise RuntimeError("this worker is already running")
             run = self._run = Run(
-                self._worker_id, list(self._handlers.values()), self._concurrency, self._grace_s, self._tally
+                self._worker_id,
+                list(self._handlers.values()),
+                self._concurrency,
+                self._grace_s,
+                self._tally,
+                self._telemetry,
             )
         watcher = _watch(stop, run) if stop is not None else None
         try:
