@@ -449,6 +449,76 @@ def test_send_span_starts_a_producer_span_only_once_a_tracer_provider_is_set(tmp
     ]
 
 
+def test_enqueue_makes_a_producer_span_once_a_tracer_provider_is_set(target: Target, tmp_path: Path) -> None:
+    """Through the native binding: enqueue, enqueue_many, aenqueue and a refused
+    enqueue, each a ``send <queue>`` span, the first a child of the caller's span."""
+    code = (
+        GLOBAL_PROVIDERS
+        + """
+    import asyncio
+
+    import alkstore
+
+    location, schema = sys.argv[1:3]
+    store = alkstore.open(location, **({} if schema == "-" else {"schema": schema}))
+    q = store.queue("emails")
+    q.enqueue({"before": "provider"})  # opentelemetry is imported, no provider yet: no span
+    spans, _ = set_global_providers()
+    with trace.get_tracer("app").start_as_current_span("request") as request:
+        one = q.enqueue({"n": 1})
+    many = q.enqueue_many([{"n": 2}, {"n": 3}])
+    later = asyncio.run(q.aenqueue({"n": 4}))
+    try:
+        q.enqueue({"n": 5}, unique_key="")
+    except ValueError:
+        pass
+    print(json.dumps({
+        "request": request.get_span_context().span_id,
+        "ids": [one, later],
+        "spans": [s for s in described(spans) if s["name"] != "request"],
+    }))
+    """
+    )
+    out = run_python(code, *target.argv(), cwd=tmp_path)
+    one, later = out["ids"]
+    send = {
+        "messaging.system": "alkstore",
+        "messaging.destination.name": "emails",
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "send",
+    }
+    assert out["spans"] == [
+        {
+            "name": "send emails",
+            "kind": "PRODUCER",
+            "attributes": {**send, "messaging.message.id": str(one)},
+            "parent": out["request"],
+            "status": "UNSET",
+        },
+        {
+            "name": "send emails",
+            "kind": "PRODUCER",
+            "attributes": {**send, "messaging.batch.message_count": 2},
+            "parent": None,
+            "status": "UNSET",
+        },
+        {
+            "name": "send emails",
+            "kind": "PRODUCER",
+            "attributes": {**send, "messaging.message.id": str(later)},
+            "parent": None,
+            "status": "UNSET",
+        },
+        {
+            "name": "send emails",
+            "kind": "PRODUCER",
+            "attributes": {**send, "error.type": "ValueError"},
+            "parent": None,
+            "status": "ERROR",
+        },
+    ]
+
+
 def test_telemetry_uses_the_global_providers_and_is_off_by_default(target: Target, tmp_path: Path) -> None:
     code = (
         GLOBAL_PROVIDERS
@@ -483,10 +553,15 @@ def test_telemetry_uses_the_global_providers_and_is_off_by_default(target: Targe
     """
     )
     out = run_python(code, *target.argv(), cwd=tmp_path)
-    assert out["quiet"] == [[], {}], "telemetry is off by default"
-    assert [(s["name"], s["kind"], s["attributes"]["alkstore.job.outcome"]) for s in out["spans"]] == [
-        ("process loud", "CONSUMER", "acked")
+    # With a provider set, each enqueue_many is a PRODUCER span whatever the worker's setting.
+    sends, quiet_metrics = out["quiet"]
+    assert [(s["name"], s["kind"]) for s in sends] == [("send quiet", "PRODUCER")]
+    assert quiet_metrics == {}, "worker telemetry is off by default"
+    consumer = [s for s in out["spans"] if s["kind"] == "CONSUMER"]
+    assert [(s["name"], s["attributes"]["alkstore.job.outcome"]) for s in consumer] == [
+        ("process loud", "acked")
     ] * 3
+    assert [s["name"] for s in out["spans"] if s["kind"] == "PRODUCER"] == ["send quiet", "send loud"]
     assert out["metrics"] == {"messaging.client.consumed.messages": 3, "messaging.process.duration": 3}
 
 

@@ -15,6 +15,7 @@ Producer side, the contract with the native binding (keep these signatures)::
 
     send_span(queue: str) -> Span | None
     sent(span: Span | None, ids: int | list[int] | None, error: BaseException | None) -> None
+    sent_after(span: Span, pending: Awaitable[int | list[int]]) -> Awaitable[int | list[int]]
 
 ``send_span`` starts a span ``send <queue>`` (kind PRODUCER, a child of the
 current span) when the application has set a tracer provider, and returns
@@ -22,7 +23,8 @@ None otherwise, after one provider look-up. ``sent`` ends it: ``ids`` is what
 the call returned (an ``int`` from ``enqueue`` sets ``messaging.message.id``,
 a ``list`` from ``enqueue_many`` sets ``messaging.batch.message_count``) or
 None when it raised ``error``, which is recorded on the span. ``sent(None,
-...)`` does nothing.
+...)`` does nothing. ``sent_after`` is ``sent`` for ``aenqueue``: the span,
+started when the call was made, ends when its awaitable is done.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
 
     from alkstore._core import JobHandle
 
-__all__ = ["Processing", "Telemetry", "send_span", "sent"]
+__all__ = ["Processing", "Telemetry", "send_span", "sent", "sent_after"]
 
 T = TypeVar("T")
 
@@ -235,3 +237,14 @@ def sent(span: Span | None, ids: int | list[int] | None, error: BaseException | 
     if error is not None:
         _record_error(span, error)
     span.end()
+
+
+async def sent_after(span: Span, pending: Awaitable[int | list[int]]) -> int | list[int]:
+    """Awaits an ``aenqueue``'s result, then ends its span as :func:`sent` does."""
+    try:
+        ids = await pending
+    except BaseException as exc:
+        sent(span, None, exc)
+        raise
+    sent(span, ids, None)
+    return ids

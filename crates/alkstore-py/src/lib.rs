@@ -21,6 +21,7 @@ mod stop;
 mod store;
 mod stream;
 mod subscription;
+mod telemetry;
 mod tx;
 mod views;
 mod wait;

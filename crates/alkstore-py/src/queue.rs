@@ -17,6 +17,7 @@ use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::json;
 use crate::stop::StopToken;
+use crate::telemetry;
 use crate::tx::{run, Transaction};
 use crate::views::{Job, QueueStats, Swept};
 use crate::wait::{self, blocking, ClaimTimeout};
@@ -189,14 +190,14 @@ impl Queue {
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        match (tx, conn) {
+        telemetry::send(py, &self.name, || match (tx, conn) {
             (Some(_), Some(_)) => Err(foreign::tx_and_conn()),
             (None, Some(c)) => self.on_conn(py, jobs, shape, c, Call::Sync),
             (tx, None) => {
                 let ids = run(py, &self.store, tx, |t| self.store.enqueue(t, &self.name, &self.opts, jobs))?;
                 foreign::shaped(py, ids, shape)
             }
-        }
+        })
     }
 
     /// `aenqueue`/`aenqueue_many`: on the caller's async `conn`, or on the
@@ -208,13 +209,15 @@ impl Queue {
         shape: Shape,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        if let Some(c) = conn {
-            return self.on_conn(py, &jobs, shape, c, Call::Async);
-        }
-        let (store, name, opts) = (self.store.clone(), self.name.clone(), self.opts);
-        foreign::to_thread(py, move |py| {
-            let ids = run(py, &store, None, |t| store.enqueue(t, &name, &opts, &jobs))?;
-            foreign::shaped(py, ids, shape)
+        telemetry::asend(py, &self.name, || {
+            if let Some(c) = conn {
+                return self.on_conn(py, &jobs, shape, c, Call::Async);
+            }
+            let (store, name, opts) = (self.store.clone(), self.name.clone(), self.opts);
+            foreign::to_thread(py, move |py| {
+                let ids = run(py, &store, None, |t| store.enqueue(t, &name, &opts, &jobs))?;
+                foreign::shaped(py, ids, shape)
+            })
         })
     }
 
