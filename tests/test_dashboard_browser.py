@@ -251,13 +251,16 @@ def populate(store: alkstore.Store, target: Target, stack: contextlib.ExitStack)
     emails = store.queue("emails", max_attempts=1)
     reports = store.queue("reports")
     webhooks = store.queue("webhooks", max_attempts=1)
-    # Work already done, for the overview's chart: by another handle, whose
-    # close writes its count of acks.
-    with target.open() as earlier:
-        for name, done in (("emails", 42), ("reports", 5), ("webhooks", 17)):
-            q = earlier.queue(name)
-            q.enqueue_many([{"n": n} for n in range(done)])
-            assert q.ack_batch(q.claim_batch("earlier", done)) == done
+    # Work already done over the last hour, for the overview's chart: each
+    # round by another handle whose clock is set back that far, and whose
+    # close writes its acks into that minute.
+    for ago in range(57, -1, -3):
+        with target.open() as earlier:
+            earlier._advance_clock(-60 * ago)
+            for name, done in (("emails", 12 + (ago * 7) % 11), ("reports", 1 + ago % 4), ("webhooks", 3 + ago % 6)):
+                q = earlier.queue(name)
+                q.enqueue_many([{"n": n} for n in range(done)])
+                assert q.ack_batch(q.claim_batch("earlier", done)) == done
     failures = [
         ("ada@example.com", "invoice", "SMTP 550 5.1.1 <ada@example.com>: mailbox unavailable"),
         ("grace@example.org", "invoice", "SMTP 421 4.7.0 smtp.example.com: try again later"),
@@ -310,6 +313,13 @@ def test_every_page_opens_and_shows_the_store(dash: Dashboard, store: alkstore.S
         assert dash.cells("queues", "reports")[1:5] == ["2", "1", "0", "0"]
         assert dash.cells("queues", "reports")[-1] == "paused"
         assert dash.cells("queues", "webhooks")[-1] == "running"
+        # The chart: 60 minutes, a bar every third one from populate's earlier rounds.
+        bars = dash.driver.find_elements(By.CSS_SELECTOR, "#completions-chart rect")
+        counts = [int(str(b.get_attribute("data-count"))) for b in bars]
+        assert len(counts) == 60 and sum(counts) == 487 and sum(1 for n in counts if n) == 20, counts
+        tall = max(bars, key=lambda b: int(str(b.get_attribute("data-count"))))
+        assert tall.size["height"] > 100, "the busiest minute fills the chart's height"
+        assert dash.cells("queues", "emails")[6] == "347", "completed in the hour"
         # The stylesheet applied, from the package.
         header = dash.driver.find_element(By.TAG_NAME, "header")
         assert header.value_of_css_property("background-color") == "rgba(31, 41, 51, 1)"
