@@ -257,7 +257,8 @@ def populate(store: alkstore.Store, target: Target, stack: contextlib.ExitStack)
     for ago in range(57, -1, -3):
         with target.open() as earlier:
             earlier._advance_clock(-60 * ago)
-            for name, done in (("emails", 12 + (ago * 7) % 11), ("reports", 1 + ago % 4), ("webhooks", 3 + ago % 6)):
+            rounds = (("emails", 12 + (ago * 7) % 11), ("reports", 1 + ago % 4), ("webhooks", 3 + ago % 6))
+            for name, done in rounds:
                 q = earlier.queue(name)
                 q.enqueue_many([{"n": n} for n in range(done)])
                 assert q.ack_batch(q.claim_batch("earlier", done)) == done
