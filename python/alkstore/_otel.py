@@ -30,6 +30,7 @@ started when the call was made, ends when its awaitable is done.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -205,9 +206,20 @@ class Processing:
 _producer: tuple[TracerProvider, Tracer] | None = None
 
 
+#: Whether the environment names a tracer provider for the API to load on first use.
+_ENV_PROVIDER = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+
+
 def send_span(queue: str) -> Span | None:
     """A started PRODUCER span ``send <queue>``, or None when no tracer provider is set."""
     global _producer
+    # Every enqueue of an application that imported the API asks this. The
+    # API keeps the provider set by set_tracer_provider in a module global;
+    # reading it directly costs a fraction of get_tracer_provider(), which
+    # also consults the environment. Should the global go away, the default
+    # (True) falls through to the public call.
+    if not _ENV_PROVIDER and getattr(trace, "_TRACER_PROVIDER", True) is None:
+        return None
     provider = trace.get_tracer_provider()
     if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
         return None
