@@ -35,6 +35,7 @@ mod rows;
 mod tx;
 mod wake;
 mod wal;
+mod walwatch;
 
 pub use filelocks::{shared_file_protection, LOCKS_ENV};
 pub use options::SqliteOptions;
