@@ -159,6 +159,29 @@ def test_heartbeats_keep_a_slow_handler_s_lease(store: Store) -> None:
     assert q.get_job(job_id) is None
 
 
+def test_one_heartbeat_thread_keeps_every_running_job_s_lease(store: Store) -> None:
+    """Four slow jobs with 2 s leases and different start times, all kept alive by
+    the process's one heartbeat thread; a claimer that tries meanwhile gets nothing."""
+    q = store.queue("slow4", visibility_timeout_s=2)
+    ids = q.enqueue_many([0.0, 0.4, 0.8, 1.2])
+    worker = Worker(store, concurrency=4)
+    beaters: list[int] = []
+
+    @worker.handler("slow4")
+    def handle(offset: float, _job: JobHandle) -> None:
+        time.sleep(offset)
+        beaters.append(sum(t.name == "alkstore-heartbeat" for t in threading.enumerate()))
+        time.sleep(3.5 - offset)  # past the 2 s lease: only heartbeats keep it
+
+    with running(worker):
+        time.sleep(2.8)
+        assert q.claim("thief") is None, "a lease lapsed while its job ran"
+        wait_for(lambda: worker.counts.acked + worker.counts.lost == 4, timeout=20)
+    assert worker.counts.acked == 4
+    assert all(q.get_job(i) is None for i in ids)
+    assert beaters == [1, 1, 1, 1], "one timetable thread, not one per job"
+
+
 # -- concurrency ---------------------------------------------------------------
 
 

@@ -13,17 +13,24 @@ with its own business write, ``job.retry(delay=...)`` to snooze it — and
 then the outcome is what it did; only a job nobody settled while the lease
 held is ``lost``.
 
-While the code runs a heartbeat thread renews the lease every third of the
-job's visibility timeout, so slow work is not reclaimed and run twice. A
-heartbeat that is refused (the lease lapsed or the job was cancelled) stops
-the thread; the outcome's op then returns False and changes nothing.
+While the code runs, its lease is renewed every third of the job's
+visibility timeout, so slow work is not reclaimed and run twice. One
+heartbeat thread per process serves every running job from a timetable
+(starting and joining a thread per job cost more CPU than the job's own
+claim and ack). A heartbeat that is refused (the lease lapsed or the job was
+cancelled) ends that job's beats; the outcome's op then returns False and
+changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
+import os
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -53,27 +60,73 @@ def _beat_interval(job: JobHandle) -> float:
     return max(_MIN_BEAT_S, lease / 3)
 
 
+class _Beats:
+    """The process's heartbeat timetable: one thread renews every registered
+    lease when it falls due, and sleeps while nothing is registered."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        # [due, seq, job, every, live]: ordered by due; a removed entry is
+        # marked dead and dropped when it reaches the top.
+        self._heap: list[list[Any]] = []
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def add(self, job: JobHandle, every: float) -> list[Any]:
+        entry = [time.monotonic() + every, next(self._seq), job, every, True]
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            # A forked child has the timetable but not the thread.
+            if self._thread is None or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._thread = threading.Thread(target=self._run, name="alkstore-heartbeat", daemon=True)
+                self._thread.start()
+            elif self._heap[0] is entry:
+                self._cond.notify()
+        return entry
+
+    def remove(self, entry: list[Any]) -> None:
+        # Lock-free: the thread reads the flag under its lock before beating,
+        # and a beat already on its way only renews a lease the outcome ends.
+        entry[4] = False
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    while self._heap and not self._heap[0][4]:
+                        heapq.heappop(self._heap)
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        entry = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            job, every = entry[2], entry[3]
+            try:
+                alive = bool(job.heartbeat())
+            except Exception:  # a transient database error: try again next beat
+                alive = True
+            if alive and entry[4]:
+                entry[0] = time.monotonic() + every
+                with self._cond:
+                    heapq.heappush(self._heap, entry)
+
+
+_BEATS = _Beats()
+
+
 @contextmanager
 def heartbeating(job: JobHandle) -> Iterator[None]:
     """Renews ``job``'s lease in the background for the duration of the block."""
-    done = threading.Event()
-    every = _beat_interval(job)
-
-    def beat() -> None:
-        while not done.wait(every):
-            try:
-                if not job.heartbeat():
-                    return  # lapsed or taken: nothing left to keep alive
-            except Exception:  # a transient database error: try again next beat
-                continue
-
-    t = threading.Thread(target=beat, name=f"alkstore-heartbeat-{job.id}", daemon=True)
-    t.start()
+    entry = _BEATS.add(job, _beat_interval(job))
     try:
         yield
     finally:
-        done.set()
-        t.join()
+        _BEATS.remove(entry)
 
 
 def settle(job: JobHandle, error: BaseException | None) -> Outcome:
