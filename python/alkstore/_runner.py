@@ -71,15 +71,21 @@ class _Beats:
         self._heap: list[list[Any]] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
-        self._pid = 0
+        self._dead = 0
+
+    def reset_in_child(self) -> None:
+        """After fork: the parent's jobs are not the child's to keep alive,
+        its thread did not come along, and its lock may have been held."""
+        self._cond = threading.Condition()
+        self._heap = []
+        self._thread = None
+        self._dead = 0
 
     def add(self, job: JobHandle, every: float) -> list[Any]:
         entry = [time.monotonic() + every, next(self._seq), job, every, True]
         with self._cond:
             heapq.heappush(self._heap, entry)
-            # A forked child has the timetable but not the thread.
-            if self._thread is None or self._pid != os.getpid():
-                self._pid = os.getpid()
+            if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="alkstore-heartbeat", daemon=True)
                 self._thread.start()
             elif self._heap[0] is entry:
@@ -87,9 +93,16 @@ class _Beats:
         return entry
 
     def remove(self, entry: list[Any]) -> None:
-        # Lock-free: the thread reads the flag under its lock before beating,
-        # and a beat already on its way only renews a lease the outcome ends.
-        entry[4] = False
+        # A beat already on its way only renews a lease the outcome ends.
+        with self._cond:
+            entry[4] = False
+            self._dead += 1
+            # Dead entries wait for their due time to be dropped; at thousands
+            # of short jobs a second that is a heap mostly of the dead.
+            if self._dead > 1024 and self._dead * 2 > len(self._heap):
+                self._heap = [e for e in self._heap if e[4]]
+                heapq.heapify(self._heap)
+                self._dead = 0
 
     def _run(self) -> None:
         while True:
@@ -97,6 +110,7 @@ class _Beats:
                 while True:
                     while self._heap and not self._heap[0][4]:
                         heapq.heappop(self._heap)
+                        self._dead = max(0, self._dead - 1)
                     if not self._heap:
                         self._cond.wait()
                         continue
@@ -117,6 +131,7 @@ class _Beats:
 
 
 _BEATS = _Beats()
+os.register_at_fork(after_in_child=_BEATS.reset_in_child)
 
 
 @contextmanager
