@@ -26,6 +26,9 @@ def main() -> int:
         store._advance_clock(advance)
     stop = alkstore.StopToken()
     signal.signal(signal.SIGTERM, lambda *_: stop.stop())
+    # Ctrl-C must reach us even when started from a background job, which
+    # inherits SIGINT ignored (and Python then installs no handler of its own).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     print("running", flush=True)
     try:
         store.run_schedules(stop)

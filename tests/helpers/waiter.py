@@ -6,6 +6,7 @@ Exits 130 after a KeyboardInterrupt, 0 if the claim returned by itself.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import alkstore
@@ -13,6 +14,9 @@ import alkstore
 
 def main() -> int:
     location, schema, queue = sys.argv[1:4]
+    # Ctrl-C must reach us even when started from a background job, which
+    # inherits SIGINT ignored (and Python then installs no handler of its own).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     options = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         q = store.queue(queue)
