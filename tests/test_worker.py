@@ -182,6 +182,28 @@ def test_one_heartbeat_thread_keeps_every_running_job_s_lease(store: Store) -> N
     assert beaters == [1, 1, 1, 1], "one timetable thread, not one per job"
 
 
+def test_a_busy_queue_does_not_starve_another(store: Store) -> None:
+    """A finishing handler claims the next job itself, trying the queues in turn:
+    with 100 jobs on one queue and 10 on another, the 10 do not wait for the 100."""
+    store.queue("busy").enqueue_many(list(range(100)))
+    store.queue("quiet").enqueue_many(list(range(10)))
+    order: list[str] = []
+    worker = Worker(store, concurrency=1)
+
+    @worker.handler("busy")
+    def busy(_payload: int, _job: JobHandle) -> None:
+        order.append("busy")
+
+    @worker.handler("quiet")
+    def quiet(_payload: int, _job: JobHandle) -> None:
+        order.append("quiet")
+
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 110, timeout=60, what="all 110 jobs")
+    last_quiet = max(i for i, q in enumerate(order) if q == "quiet")
+    assert last_quiet < 40, f"the quiet queue's last job ran {last_quiet + 1}th of 110"
+
+
 # -- concurrency ---------------------------------------------------------------
 
 

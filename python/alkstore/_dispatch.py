@@ -1,8 +1,14 @@
 """One ``Worker.run``: claim while a slot is free, start handlers, drain on stop.
 
-Claiming happens on the thread that called ``run`` (the main thread, for the
-CLI), so every start and every release of a job is decided in one place and
-the in-flight count can never exceed ``concurrency``:
+Every start goes through ``_start``, which takes a slot under one lock, so
+the in-flight count can never exceed ``concurrency``. Two threads claim:
+
+* a handler thread whose sync handler just finished claims one ready job
+  (trying each queue once, from the next in turn) and passes its slot to it
+  directly; on a busy queue this is how jobs start, with no hop between
+  threads per job (ADR 0022);
+* the thread that called ``run`` (the main thread, for the CLI) claims
+  whenever a slot is free and nobody took it:
 
 1. wait for a free slot;
 2. take what is ready now: ``claim_batch(free, timeout=0)`` on each queue in
@@ -152,6 +158,7 @@ class Run:
         self._cond = threading.Condition()  # guards _inflight
         self._inflight: dict[int, _InFlight] = {}
         self._seq = itertools.count()
+        self._turn = itertools.count()  # where a handler thread's next claim starts
         sync = any(not h.is_async for h in handlers)
         self._pool = ThreadPool(concurrency, "alkstore-handler") if sync else None
         self._loop = LoopThread("alkstore-handler-loop") if any(h.is_async for h in handlers) else None
@@ -270,18 +277,27 @@ class Run:
 
     # -- running ------------------------------------------------------------
 
-    def _start(self, h: Handler, job: JobHandle) -> None:
-        """Starts ``job`` on a free slot, or gives it back when there is none."""
+    def _start(self, h: Handler, job: JobHandle, replacing: int | None = None) -> None:
+        """Starts ``job`` on a free slot, or gives it back when there is none.
+
+        ``replacing``: the finished job whose slot ``job`` takes over (see
+        ``_done``); freed and retaken under one lock, so the claiming thread
+        never sees the slot free in between.
+        """
         telemetry = self._telemetry
         # Opened before the slot is taken, so a drain that finds the job in
         # flight always finds its span too.
         span = None if telemetry is None else telemetry.start(job)
         with self._cond:
+            if replacing is not None:
+                self._inflight.pop(replacing, None)
             run = not self.halt.stopped and len(self._inflight) < self._concurrency
             if run:
                 seq = next(self._seq)
                 rec = _InFlight(job, span)
                 self._inflight[seq] = rec
+            elif replacing is not None:
+                self._cond.notify_all()  # the slot is free after all: the claimer and the drain look
         if not run:
             landed = self._release(job)
             if landed:
@@ -307,9 +323,9 @@ class Run:
                     lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)))
                 )
         rec.future = fut
-        fut.add_done_callback(lambda f: self._done(seq, rec, f))
+        fut.add_done_callback(lambda f: self._done(seq, rec, f, h))
 
-    def _done(self, seq: int, rec: _InFlight, fut: Future[_runner.Outcome]) -> None:
+    def _done(self, seq: int, rec: _InFlight, fut: Future[_runner.Outcome], h: Handler) -> None:
         kind: str | None
         try:
             kind = _kind(fut.result(), rec.job)
@@ -319,18 +335,41 @@ class Run:
             kind = self._after_crash(rec.job, exc)
         if rec.span is not None:
             self._end_span(rec, kind)
+        # A handler thread that finished takes the next ready job itself and
+        # hands it its slot: no wake of the claiming thread and no hop between
+        # threads per job. Not on the event loop's thread: a claim blocks.
+        nxt = None if h.is_async or self.halt.stopped else self._next_ready()
         counted: str | None = None
         with self._cond:
-            self._inflight.pop(seq, None)
             rec.outcome = kind
             if kind is not None and not rec.releasing and not rec.settled:
                 self._tally.add(kind)
                 rec.settled = True
                 counted = kind
-            self._cond.notify_all()
+            if nxt is None:
+                self._inflight.pop(seq, None)
+                self._cond.notify_all()
         self._tally.finished()
         if counted is not None and rec.span is not None:
             rec.span.end(counted)  # the drain let go of it after _end_span looked
+        if nxt is not None:
+            self._start(*nxt, replacing=seq)
+
+    def _next_ready(self) -> tuple[Handler, JobHandle] | None:
+        """One ready job, trying each queue once from the next in turn; None
+        when there is none or the claim failed (the claiming thread then meets
+        the error itself and backs off)."""
+        n = len(self._handlers)
+        first = next(self._turn)
+        for i in range(n):
+            h = self._handlers[(first + i) % n]
+            try:
+                jobs = h.queue.claim_batch(self._worker_id, 1, timeout=0)
+            except AlkstoreError:
+                return None
+            if jobs:
+                return h, jobs[0]
+        return None
 
     def _end_span(self, rec: _InFlight, kind: str | None) -> None:
         """Counts ``rec``'s outcome and ends its span while it still holds its
