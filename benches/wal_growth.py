@@ -3,7 +3,7 @@
 
 N worker processes share one store file for S seconds. Each one loops: enqueue a
 job, claim one (a waiting claim, so every store runs its wake watcher, which reads
-the file every millisecond like a real worker's), ack it, and every 100 jobs reads
+the file like a real worker's), ack it, and every 100 jobs reads
 `stats()` through its reader connection. The parent samples the size of the
 `-wal` file every 20 ms and prints the largest and the last size seen, the size
 after the workers closed their stores, and the jobs done.

@@ -173,3 +173,18 @@ def test_the_wal_stays_bounded_under_sustained_multi_process_load(target: Target
     with alkstore.open(path) as store:
         stats = store.queue("churn").stats()
         assert (stats.pending, stats.processing) == (0, 0)
+
+
+def test_close_removes_the_wal_even_while_the_wake_watcher_sleeps(tmp_path: Path) -> None:
+    """The watcher's read-only connection is closed by `close`, first: left to the
+    sleeping watcher thread it would often be the last one open, and a read-only
+    connection cannot checkpoint and remove the WAL."""
+    for i in range(5):
+        path = tmp_path / f"w{i}.db"
+        store = alkstore.open(str(path))
+        q = store.queue("q")
+        assert q.claim("w", timeout=0.3) is None  # starts the watcher; it then sleeps
+        q.enqueue({"n": 1})
+        store.close()
+        wal = tmp_path / f"w{i}.db-wal"
+        assert not wal.exists() or wal.stat().st_size == 0, f"{wal.stat().st_size} bytes left"

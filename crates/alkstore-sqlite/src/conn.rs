@@ -42,6 +42,11 @@ pub(crate) struct Conns {
     pub(crate) writer: Slot,
     /// Read-only surfaces.
     reader: Slot,
+    /// The wake watcher's own connection (`wake.rs`), once it starts. Closed
+    /// here, first, rather than by the watcher thread, which may be asleep
+    /// for a while: a read-only connection left open last would keep the
+    /// WAL file from being checkpointed and removed as the writer closes.
+    pub(crate) watcher: Slot,
     /// Set once by `close`; shared with caller transactions.
     pub(crate) closed: Arc<AtomicBool>,
     /// Keeps the WAL file bounded; checked after the writer's ops.
@@ -54,6 +59,7 @@ impl Conns {
         Conns {
             writer: Arc::new(Mutex::new(Some(writer))),
             reader: Arc::new(Mutex::new(Some(reader))),
+            watcher: Arc::new(Mutex::new(None)),
             closed: Arc::new(AtomicBool::new(false)),
             wal,
         }
@@ -79,7 +85,7 @@ impl Conns {
     /// Marks the handle closed and drops the connections not in use. Idempotent.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        for slot in [&self.writer, &self.reader] {
+        for slot in [&self.watcher, &self.writer, &self.reader] {
             if let Some(mut conn) = slot.try_lock_for(CLOSE_WAIT) {
                 conn.take();
             }
@@ -88,7 +94,7 @@ impl Conns {
 }
 
 #[inline]
-fn with_slot<T>(slot: &Slot, closed: &AtomicBool, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+pub(crate) fn with_slot<T>(slot: &Slot, closed: &AtomicBool, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     let mut guard = slot.lock();
     let result = match guard.as_ref() {
         Some(conn) if !closed.load(Ordering::Acquire) => f(conn),

@@ -89,7 +89,7 @@ impl Engine for SqliteEngine {
     }
 
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
-        crate::wake::start(&self.path, self.watch_every, hub, self.conns.closed.clone())
+        crate::wake::start(&self.path, self.watch_every, hub, self.conns.watcher.clone(), self.conns.closed.clone())
     }
 
     fn store_id(&self) -> &str {

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use alkstore_core::{Error, Result, WakeHub};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::conn::{with_slot, Slot};
 use crate::error::DbResult;
 use crate::walwatch::WalWatch;
 
@@ -32,12 +33,14 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// watcher lingers).
 const FALLBACK: Duration = Duration::from_millis(100);
 
-/// Starts the watcher thread; it ends once `closed` is set.
-pub(crate) fn start(path: &str, every: Duration, hub: Arc<WakeHub>, closed: Arc<AtomicBool>) -> Result<()> {
+/// Starts the watcher thread on a connection of its own, kept in `slot` so
+/// that `close` closes it (`conn.rs`); the thread ends once `closed` is set.
+pub(crate) fn start(path: &str, every: Duration, hub: Arc<WakeHub>, slot: Slot, closed: Arc<AtomicBool>) -> Result<()> {
     // Opened here, not in the thread, so a failure reaches the caller.
     let conn =
         Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).db()?;
     let mut last = version(&conn)?;
+    *slot.lock() = Some(conn);
     let wal = WalWatch::new(path);
     std::thread::Builder::new()
         .name("alkstore-watch".into())
@@ -52,7 +55,7 @@ pub(crate) fn start(path: &str, every: Duration, hub: Arc<WakeHub>, closed: Arc<
                     }
                     _ => std::thread::sleep(every),
                 }
-                match version(&conn) {
+                match with_slot(&slot, &closed, version) {
                     Ok(v) if v != last => {
                         last = v;
                         hub.bump();
