@@ -394,6 +394,24 @@ GLOBAL_PROVIDERS = """
 """
 
 
+def sent_emails(extra: dict[str, object], parent: object, status: str = "UNSET") -> dict[str, object]:
+    """A finished ``send emails`` PRODUCER span as ``described`` reports it."""
+    attributes = {
+        "messaging.system": "alkstore",
+        "messaging.destination.name": "emails",
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "send",
+        **extra,
+    }
+    return {
+        "name": "send emails",
+        "kind": "PRODUCER",
+        "attributes": attributes,
+        "parent": parent,
+        "status": status,
+    }
+
+
 def test_send_span_starts_a_producer_span_only_once_a_tracer_provider_is_set(tmp_path: Path) -> None:
     code = (
         GLOBAL_PROVIDERS
@@ -418,34 +436,10 @@ def test_send_span_starts_a_producer_span_only_once_a_tracer_provider_is_set(tmp
     )
     out = run_python(code, cwd=tmp_path)
     assert out["before"], "no provider set: no span"
-    send = {
-        "messaging.system": "alkstore",
-        "messaging.destination.name": "emails",
-        "messaging.operation.type": "send",
-        "messaging.operation.name": "send",
-    }
     assert out["spans"] == [
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "messaging.message.id": "7"},
-            "parent": out["request"],
-            "status": "UNSET",
-        },
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "messaging.batch.message_count": 2},
-            "parent": None,
-            "status": "UNSET",
-        },
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "error.type": "ValueError"},
-            "parent": None,
-            "status": "ERROR",
-        },
+        sent_emails({"messaging.message.id": "7"}, out["request"]),
+        sent_emails({"messaging.batch.message_count": 2}, None),
+        sent_emails({"error.type": "ValueError"}, None, "ERROR"),
     ]
 
 
@@ -481,41 +475,11 @@ def test_enqueue_makes_a_producer_span_once_a_tracer_provider_is_set(target: Tar
     )
     out = run_python(code, *target.argv(), cwd=tmp_path)
     one, later = out["ids"]
-    send = {
-        "messaging.system": "alkstore",
-        "messaging.destination.name": "emails",
-        "messaging.operation.type": "send",
-        "messaging.operation.name": "send",
-    }
     assert out["spans"] == [
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "messaging.message.id": str(one)},
-            "parent": out["request"],
-            "status": "UNSET",
-        },
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "messaging.batch.message_count": 2},
-            "parent": None,
-            "status": "UNSET",
-        },
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "messaging.message.id": str(later)},
-            "parent": None,
-            "status": "UNSET",
-        },
-        {
-            "name": "send emails",
-            "kind": "PRODUCER",
-            "attributes": {**send, "error.type": "ValueError"},
-            "parent": None,
-            "status": "ERROR",
-        },
+        sent_emails({"messaging.message.id": str(one)}, out["request"]),
+        sent_emails({"messaging.batch.message_count": 2}, None),
+        sent_emails({"messaging.message.id": str(later)}, None),
+        sent_emails({"error.type": "ValueError"}, None, "ERROR"),
     ]
 
 
