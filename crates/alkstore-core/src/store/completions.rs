@@ -145,14 +145,15 @@ fn flush_loop(tally: &Weak<Tally>) {
     }
 }
 
-/// `landed` acks of `jobs` per queue: all of one queue in the usual batch;
-/// else the first `landed` (which handles failed is not reported, and a
-/// chart of counts does not need it).
-pub(crate) fn acked_per_queue(jobs: &[&Claimed], landed: usize) -> Vec<(String, u64)> {
+/// Calls `count(queue, n)` for the `landed` acks of `jobs`: once for the
+/// usual batch of one queue; else once per job of the first `landed` (which
+/// handles failed is not reported, and a chart of counts does not need it).
+/// No allocation: this runs on every ack.
+pub(crate) fn acked_per_queue(jobs: &[&Claimed], landed: usize, mut count: impl FnMut(&str, u64)) {
     match jobs {
-        [] => Vec::new(),
-        [first, rest @ ..] if rest.iter().all(|j| j.queue == first.queue) => vec![(first.queue.clone(), landed as u64)],
-        _ => jobs.iter().take(landed).map(|j| (j.queue.clone(), 1)).collect(),
+        [] => {}
+        [first, rest @ ..] if rest.iter().all(|j| j.queue == first.queue) => count(&first.queue, landed as u64),
+        _ => jobs.iter().take(landed).for_each(|j| count(&j.queue, 1)),
     }
 }
 

@@ -110,15 +110,13 @@ impl Store {
         match tx {
             Some(s) => {
                 let landed = s.op(|t| self.engine.ack(Some(t), jobs))?;
-                s.acked.extend(acked_per_queue(jobs, landed));
+                acked_per_queue(jobs, landed, |queue, n| s.acked.push((queue.to_owned(), n)));
                 Ok(landed)
             }
             None => {
                 self.enter(None)?;
                 let landed = self.engine.ack(None, jobs)?;
-                for (queue, n) in acked_per_queue(jobs, landed) {
-                    self.done.add(&queue, n);
-                }
+                acked_per_queue(jobs, landed, |queue, n| self.done.add(queue, n));
                 Ok(landed)
             }
         }
