@@ -1,39 +1,61 @@
-"""Workload E (SPEC §20), first version: drain with W consumer processes while
-a producer enqueues, against the raw-SQL floor, with the whole machine's CPU.
+"""Workload E (SPEC §20): drain with W consumer processes while a producer
+enqueues, alkstore's Worker side by side with the raw-SQL floor and the peers,
+with the whole machine's CPU per job.
 
     python benches/workload_e.py [-n 4000] [--widths 1,2,4,8] [--engines sqlite,postgres]
+                                 [--only raw,alkstore,...] [--oban-python PATH]
 
-For each engine and width W: N jobs are enqueued first, then W consumer
+For each engine, width W and kind: N jobs are enqueued first, then W consumer
 processes start together while one producer process enqueues N/4 more (one
 commit each). The clock runs from the release of the consumers until the
-queue is empty and the producer done. Rows:
+queue is empty and the producer done. Kinds:
 
-- ``raw``: consumers loop the floor's statements (the claim UPDATE ...
-  RETURNING, SKIP LOCKED on Postgres, then DELETE), as compare.py's floor;
-- ``worker``: each consumer process runs ``alkstore.Worker(concurrency=1)``;
-- ``threads`` (W = 8 only): one process with ``Worker(concurrency=8)``.
+- ``raw``: the floor. Consumers loop compare.py's statements (the claim
+  UPDATE ... RETURNING, SKIP LOCKED on Postgres, then DELETE).
+- ``alkstore``: each consumer process runs ``alkstore.Worker(concurrency=1)``
+  with a handler that does nothing; ``alkstore-threads`` (W = 8 only) is one
+  process running ``Worker(concurrency=8)``.
+- SQLite peers ``honker``, ``huey``, ``litequeue``: each consumer loops the
+  library's claim and ack calls, as compare.py does (huey's dequeue deletes:
+  it has no ack). A bare loop has no worker machinery, so this flatters them.
+- Postgres peers: ``pgqueuer`` loops its dequeue and log_jobs queries (as
+  compare.py); ``procrastinate`` and ``oban`` run the library's own worker
+  with concurrency 1 per process (oban needs Python >= 3.12: ``--oban-python``
+  names that interpreter, with ``oban`` installed; default ``$OBAN_PYTHON``).
 
-Jobs/s, ratio to ``raw`` at the same width, and CPU-seconds per 1,000 jobs of
-the whole machine (/proc/stat, so the Postgres server counts). Peers are not
-in this first version (issue 16).
+Every process is a subprocess of this script (``--child``), so a peer can run
+under another interpreter. Printed per row: jobs/s, the ratio to ``raw`` at
+the same width, and CPU-seconds per 1,000 jobs of the whole machine
+(/proc/stat, so the database server counts) with its ratio to ``raw``. A peer
+that is missing or fails prints one line saying why; the others still run.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import multiprocessing as mp
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
 
 DSN = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
-TEXT = json.dumps({"to": "alice@example.com", "n": 1})
+PAYLOAD = {"to": "alice@example.com", "n": 1}
+TEXT = json.dumps(PAYLOAD)
 TICK = os.sysconf("SC_CLK_TCK")
+KINDS = {
+    "sqlite": ["raw", "alkstore", "honker", "huey", "litequeue"],
+    "postgres": ["raw", "alkstore", "pgqueuer", "procrastinate", "oban"],
+}
+Run = Callable[[], None]
 
 
 def busy_s() -> float:
@@ -43,7 +65,30 @@ def busy_s() -> float:
     return (sum(v) - v[3] - v[4]) / TICK  # minus idle and iowait
 
 
+def poll(claim: Callable[[], bool]) -> None:
+    """Loop a claim-and-ack step forever, sleeping 1 ms when it found nothing."""
+    while True:
+        if not claim():
+            time.sleep(0.001)
+
+
 # ------------------------------------------------------------------ raw floor
+def raw_sql(engine: str, where: str) -> tuple[Callable[..., list[tuple[Any, ...]]], str, str]:
+    if engine == "sqlite":
+        db = sqlite3.connect(where, isolation_level=None, timeout=30)
+        db.execute("PRAGMA synchronous=NORMAL")
+        return (lambda sql, *a: db.execute(sql.replace("%s", "?"), a).fetchall()), "q", "unixepoch()"
+    import psycopg
+
+    pg = psycopg.connect(DSN, autocommit=True)
+
+    def run(sql: str, *a: object) -> list[tuple[Any, ...]]:
+        cur = pg.execute(sql, a, prepare=True)
+        return cur.fetchall() if cur.description else []
+
+    return run, where, "extract(epoch from now())::bigint"
+
+
 def raw_setup(engine: str, where: str, n: int) -> None:
     if engine == "sqlite":
         db = sqlite3.connect(where, isolation_level=None)
@@ -54,12 +99,10 @@ def raw_setup(engine: str, where: str, n: int) -> None:
         )
         db.execute("CREATE INDEX q_ready ON q(queue, priority DESC, run_at, id) WHERE state='pending'")
         db.executemany("INSERT INTO q(queue,payload,run_at) VALUES ('e',?,unixepoch())", [(TEXT,)] * n)
-        db.close()
         return
     import psycopg
 
     with psycopg.connect(DSN, autocommit=True) as pg:
-        pg.execute(f"DROP TABLE IF EXISTS {where}")
         pg.execute(
             f"CREATE TABLE {where}(id bigserial primary key, queue text, payload json,"
             " state text default 'pending', priority int default 0,"
@@ -71,146 +114,423 @@ def raw_setup(engine: str, where: str, n: int) -> None:
             c.executemany(f"INSERT INTO {where}(queue,payload) VALUES ('e',%s)", [(TEXT,)] * n)
 
 
-def raw_conn(
-    engine: str, where: str
-) -> tuple[Callable[[str, tuple[object, ...]], list[tuple[object, ...]]], str]:
-    if engine == "sqlite":
-        db = sqlite3.connect(where, isolation_level=None, timeout=30)
-        db.execute("PRAGMA synchronous=NORMAL")
-        return (lambda sql, args: db.execute(sql.replace("%s", "?"), args).fetchall()), "q"
-    import psycopg
-
-    pg = psycopg.connect(DSN, autocommit=True)
-    return (
-        lambda sql, args: (
-            pg.execute(sql, args, prepare=True).fetchall()
-            if "RETURNING" in sql or sql.startswith("SELECT")
-            else (pg.execute(sql, args, prepare=True), [])[1]
-        )
-    ), where
+def raw_producer(engine: str, where: str) -> Run:
+    run, t, now = raw_sql(engine, where)
+    return lambda: run(f"INSERT INTO {t}(queue,payload,run_at) VALUES ('e',%s,{now})", TEXT) and None
 
 
-def raw_claim_sql(engine: str, t: str) -> str:
-    now = "unixepoch()" if engine == "sqlite" else "extract(epoch from now())::bigint"
+def raw_consumer(engine: str, where: str, threads: int) -> Run:
+    run, t, now = raw_sql(engine, where)
     lock = "" if engine == "sqlite" else " FOR UPDATE SKIP LOCKED"
-    return (
+    claim_sql = (
         f"UPDATE {t} SET state='processing', worker=%s, deadline={now}+300, attempts=attempts+1 WHERE id=("
         f"SELECT id FROM {t} WHERE queue='e' AND state='pending' AND run_at<={now} "
         f"ORDER BY priority DESC, run_at, id LIMIT 1{lock}) RETURNING id, payload"
     )
+    me = f"w{os.getpid()}"
 
-
-def raw_consumer(engine: str, where: str, go: mp.Event, stop: mp.Event) -> None:  # type: ignore[valid-type]
-    run, t = raw_conn(engine, where)
-    claim, me = raw_claim_sql(engine, t), f"w{os.getpid()}"
-    go.wait()
-    while True:
-        r = run(claim, (me,))
+    def step() -> bool:
+        r = run(claim_sql, me)
         if not r:
-            if stop.is_set():
-                return
-            time.sleep(0.001)
-            continue
+            return False
         json.loads(r[0][1]) if isinstance(r[0][1], str) else r[0][1]
-        run(f"DELETE FROM {t} WHERE id=%s AND worker=%s", (r[0][0], me))
+        run(f"DELETE FROM {t} WHERE id=%s AND worker=%s", r[0][0], me)
+        return True
 
-
-def raw_producer(engine: str, where: str, n: int, go: mp.Event) -> None:  # type: ignore[valid-type]
-    run, t = raw_conn(engine, where)
-    now = "unixepoch()" if engine == "sqlite" else "extract(epoch from now())::bigint"
-    go.wait()
-    for _ in range(n):
-        run(f"INSERT INTO {t}(queue,payload,run_at) VALUES ('e',%s,{now})", (TEXT,))
-
-
-def raw_left(engine: str, where: str) -> int:
-    run, t = raw_conn(engine, where)
-    return int(run(f"SELECT count(*) FROM {t}", ())[0][0])  # type: ignore[call-overload]
+    return lambda: poll(step)
 
 
 # ------------------------------------------------------------------ alkstore
-def open_store(engine: str, where: str):  # type: ignore[no-untyped-def]
+def alk_open(engine: str, where: str) -> Any:
     import alkstore
 
     return alkstore.open(where) if engine == "sqlite" else alkstore.open(DSN, schema=where)
 
 
 def alk_setup(engine: str, where: str, n: int) -> None:
-    with open_store(engine, where) as s:
+    with alk_open(engine, where) as s:
         q = s.queue("e")
         for i in range(0, n, 1000):
-            q.enqueue_many([{"to": "alice@example.com", "n": 1}] * min(1000, n - i))
+            q.enqueue_many([PAYLOAD] * min(1000, n - i))
 
 
-def alk_consumer(engine: str, where: str, go: mp.Event, stop: mp.Event, threads: int) -> None:  # type: ignore[valid-type]
+def alk_producer(engine: str, where: str) -> Run:
+    q = alk_open(engine, where).queue("e")
+    return lambda: q.enqueue(PAYLOAD) and None
+
+
+def alk_consumer(engine: str, where: str, threads: int) -> Run:
     import alkstore
 
-    store = open_store(engine, where)
-    w = alkstore.Worker(store, concurrency=threads, worker_id=f"w{os.getpid()}")
+    w = alkstore.Worker(alk_open(engine, where), concurrency=threads, worker_id=f"w{os.getpid()}")
     w.handler("e")(lambda payload, job: None)
-    go.wait()
-    # The parent sends SIGTERM once the queue is empty: the Worker's clean stop.
-    w.run()
-    store.close()
+    return w.run  # SIGTERM is the Worker's clean stop
 
 
-def alk_producer(engine: str, where: str, n: int, go: mp.Event) -> None:  # type: ignore[valid-type]
-    with open_store(engine, where) as s:
-        q = s.queue("e")
-        go.wait()
+# ------------------------------------------------------------------ SQLite peers
+def honker_queue(where: str) -> Any:
+    import honker
+
+    return honker.open(where).queue("e")
+
+
+def honker_setup(engine: str, where: str, n: int) -> None:
+    q = honker_queue(where)
+    for _ in range(n):
+        q.enqueue(PAYLOAD)
+
+
+def honker_producer(engine: str, where: str) -> Run:
+    q = honker_queue(where)
+    return lambda: q.enqueue(PAYLOAD) and None
+
+
+def honker_consumer(engine: str, where: str, threads: int) -> Run:
+    q, me = honker_queue(where), f"w{os.getpid()}"
+
+    def step() -> bool:
+        job = q.claim_one(me)
+        if job is None:
+            return False
+        _ = job.payload
+        job.ack()
+        return True
+
+    return lambda: poll(step)
+
+
+def huey_storage(where: str) -> Any:
+    from huey import SqliteHuey
+
+    return SqliteHuey(filename=where).storage
+
+
+def huey_setup(engine: str, where: str, n: int) -> None:
+    s = huey_storage(where)
+    for _ in range(n):
+        s.enqueue(TEXT.encode())
+
+
+def huey_producer(engine: str, where: str) -> Run:
+    s = huey_storage(where)
+    return lambda: s.enqueue(TEXT.encode())
+
+
+def huey_consumer(engine: str, where: str, threads: int) -> Run:
+    s = huey_storage(where)
+    return lambda: poll(lambda: s.dequeue() is not None)
+
+
+def litequeue_setup(engine: str, where: str, n: int) -> None:
+    from litequeue import LiteQueue
+
+    q = LiteQueue(where)
+    for _ in range(n):
+        q.put(TEXT)
+
+
+def litequeue_producer(engine: str, where: str) -> Run:
+    from litequeue import LiteQueue
+
+    q = LiteQueue(where)
+    return lambda: q.put(TEXT) and None
+
+
+def litequeue_consumer(engine: str, where: str, threads: int) -> Run:
+    from litequeue import LiteQueue
+
+    q = LiteQueue(where)
+
+    def step() -> bool:
+        m = q.pop()
+        if m is None:
+            return False
+        json.loads(m.data)
+        q.done(m.message_id)
+        return True
+
+    return lambda: poll(step)
+
+
+# ------------------------------------------------------------------ Postgres peers
+async def pgqueuer_queries(where: str) -> Any:
+    import asyncpg
+    from pgqueuer.queries import Queries
+
+    conn = await asyncpg.connect(DSN, server_settings={"search_path": where})
+    return Queries.from_asyncpg_connection(conn)
+
+
+def pgqueuer_setup(engine: str, where: str, n: int) -> None:
+    async def go() -> None:
+        q = await pgqueuer_queries(where)
+        await q.install()
+        for i in range(0, n, 1000):
+            k = min(1000, n - i)
+            await q.enqueue(["e"] * k, [TEXT.encode()] * k, [0] * k)
+
+    asyncio.run(go())
+
+
+def pgqueuer_producer(engine: str, where: str) -> Run:
+    loop = asyncio.new_event_loop()
+    q = loop.run_until_complete(pgqueuer_queries(where))
+    return lambda: loop.run_until_complete(q.enqueue("e", TEXT.encode())) and None
+
+
+def pgqueuer_consumer(engine: str, where: str, threads: int) -> Run:
+    from pgqueuer.queries import EntrypointExecutionParameter
+
+    async def go() -> None:
+        q = await pgqueuer_queries(where)
+        eps = {"e": EntrypointExecutionParameter(concurrency_limit=0)}
+        qm = uuid.uuid4()
+        while True:
+            jobs = await q.dequeue(1, eps, qm, None, timedelta(seconds=30))
+            if not jobs:
+                await asyncio.sleep(0.001)
+                continue
+            json.loads(jobs[0].payload or b"{}")
+            await q.log_jobs([(jobs[0], "successful", None)])
+
+    return lambda: asyncio.run(go())
+
+
+def procrastinate_app(where: str, sync: bool) -> Any:
+    import procrastinate as pc
+
+    kwargs = {"options": f"-c search_path={where}"}
+    connector = (
+        pc.SyncPsycopgConnector(conninfo=DSN, kwargs=kwargs)
+        if sync
+        else pc.PsycopgConnector(conninfo=DSN, kwargs=kwargs)
+    )
+    app = pc.App(connector=connector)
+
+    @app.task(queue="e", name="e_work")
+    def work(to: str, n: int) -> None:
+        pass
+
+    return app
+
+
+def procrastinate_setup(engine: str, where: str, n: int) -> None:
+    app = procrastinate_app(where, sync=True)
+    with app.open():
+        app.schema_manager.apply_schema()
+        task = app.tasks["e_work"]
+        for i in range(0, n, 1000):
+            task.batch_defer(*[PAYLOAD] * min(1000, n - i))
+
+
+def procrastinate_producer(engine: str, where: str) -> Run:
+    app = procrastinate_app(where, sync=True)
+    app.open()
+    task = app.tasks["e_work"]
+    return lambda: task.defer(**PAYLOAD) and None
+
+
+def procrastinate_consumer(engine: str, where: str, threads: int) -> Run:
+    async def go() -> None:
+        app = procrastinate_app(where, sync=False)
+        async with app.open_async():
+            await app.run_worker_async(
+                queues=["e"], wait=True, concurrency=threads, install_signal_handlers=False
+            )
+
+    return lambda: asyncio.run(go())
+
+
+def oban_pool(loop: asyncio.AbstractEventLoop) -> Any:
+    from oban import Oban
+
+    return loop.run_until_complete(Oban.create_pool(DSN, min_size=1, max_size=2))
+
+
+def oban_worker() -> Any:
+    from oban import worker
+
+    @worker(queue="e")
+    class EWork:
+        async def process(self, job: Any) -> None:
+            return None
+
+    return EWork
+
+
+def oban_setup(engine: str, where: str, n: int) -> None:
+    from oban import Oban
+    from oban.schema import install
+
+    async def go() -> None:
+        pool = await Oban.create_pool(DSN, min_size=1, max_size=2)
+        async with pool.connection() as c:
+            await c.execute(f'CREATE SCHEMA "{where}"')
+        await install(pool, prefix=where)
+        o, w = Oban(pool=pool, prefix=where), oban_worker()
+        for i in range(0, n, 1000):
+            await o.enqueue_many([w.new(PAYLOAD) for _ in range(min(1000, n - i))])
+        await pool.close()
+
+    asyncio.run(go())
+
+
+def oban_producer(engine: str, where: str) -> Run:
+    from oban import Oban
+
+    loop = asyncio.new_event_loop()
+    o, w = Oban(pool=oban_pool(loop), prefix=where), oban_worker()
+    return lambda: loop.run_until_complete(o.enqueue(w.new(PAYLOAD))) and None
+
+
+def oban_consumer(engine: str, where: str, threads: int) -> Run:
+    from oban import Oban
+
+    oban_worker()
+
+    async def go() -> None:
+        pool = await Oban.create_pool(DSN, min_size=1, max_size=threads + 2)
+        async with Oban(pool=pool, prefix=where, queues={"e": threads}):
+            await asyncio.Event().wait()
+
+    return lambda: asyncio.run(go())
+
+
+# What the parent counts to know the queue is drained, per kind (`{t}`: the table or schema).
+LEFT_SQL = {
+    ("raw", "sqlite"): "SELECT count(*) FROM q",
+    ("raw", "postgres"): "SELECT count(*) FROM {t}",
+    ("honker", "sqlite"): "SELECT count(*) FROM _honker_live",
+    ("huey", "sqlite"): "SELECT count(*) FROM task",
+    ("litequeue", "sqlite"): "SELECT count(*) FROM Queue WHERE status NOT IN (2, 3)",
+    ("pgqueuer", "postgres"): "SELECT count(*) FROM {t}.pgqueuer",
+    ("procrastinate", "postgres"): "SELECT count(*) FROM {t}.procrastinate_jobs"
+    " WHERE status IN ('todo','doing')",
+    ("oban", "postgres"): 'SELECT count(*) FROM "{t}".oban_jobs'
+    " WHERE state IN ('available','scheduled','executing','retryable')",
+}
+ROLES: dict[str, tuple[Callable[..., None], Callable[..., Run], Callable[..., Run]]] = {
+    "raw": (raw_setup, raw_producer, raw_consumer),
+    "alkstore": (alk_setup, alk_producer, alk_consumer),
+    "honker": (honker_setup, honker_producer, honker_consumer),
+    "huey": (huey_setup, huey_producer, huey_consumer),
+    "litequeue": (litequeue_setup, litequeue_producer, litequeue_consumer),
+    "pgqueuer": (pgqueuer_setup, pgqueuer_producer, pgqueuer_consumer),
+    "procrastinate": (procrastinate_setup, procrastinate_producer, procrastinate_consumer),
+    "oban": (oban_setup, oban_producer, oban_consumer),
+}
+
+
+def child(role: str, kind: str, engine: str, where: str, n: int, threads: int) -> None:
+    """One process of a run: set up, or produce n jobs, or consume until killed."""
+    setup, producer, consumer = ROLES[kind]
+    if role == "setup":
+        setup(engine, where, n)
+        return
+    step = producer(engine, where) if role == "producer" else consumer(engine, where, threads)
+    print("ready", flush=True)
+    sys.stdin.readline()  # the parent's go
+    if role == "producer":
         for _ in range(n):
-            q.enqueue({"to": "alice@example.com", "n": 1})
+            step()
+        sys.stdout.flush()
+        os._exit(0)  # skip the peers' pool finalizers, which only print noise at exit
+    step()
 
 
-def alk_left(engine: str, where: str) -> int:
-    with open_store(engine, where) as s:
-        st = s.queue("e").stats()
-        return st.pending + st.scheduled + st.processing
+# ------------------------------------------------------------------ the parent
+class Left:
+    """Counts what is still to drain, with plain SQL, so any kind can be watched."""
+
+    def __init__(self, kind: str, engine: str, where: str) -> None:
+        key = ("raw", engine) if kind == "raw" else (kind, engine)
+        if kind == "alkstore":
+            self.count = self._alkstore(engine, where)
+            return
+        sql = LEFT_SQL[key].format(t=where)
+        if engine == "sqlite":
+            db = sqlite3.connect(where, timeout=30)
+            self.count = lambda: int(db.execute(sql).fetchone()[0])
+        else:
+            import psycopg
+
+            pg = psycopg.connect(DSN, autocommit=True)
+            self.count = lambda: int(pg.execute(sql).fetchone()[0])  # type: ignore[index]
+
+    @staticmethod
+    def _alkstore(engine: str, where: str) -> Callable[[], int]:
+        q = alk_open(engine, where).queue("e")
+
+        def count() -> int:
+            st = q.stats()
+            return int(st.pending + st.scheduled + st.processing)
+
+        return count
 
 
-# ------------------------------------------------------------------ the run
-def one(kind: str, engine: str, width: int, threads: int, n: int) -> tuple[float, float]:
+def spawn(
+    python: str, role: str, kind: str, engine: str, where: str, n: int, threads: int
+) -> subprocess.Popen[str]:
+    args = [python, os.path.abspath(__file__), "--child", role, kind, engine, where, str(n), str(threads)]
+    return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+
+def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -> tuple[float, float]:
+    """One point: jobs/s and whole-machine CPU-seconds per 1,000 jobs."""
     extra = n // 4
+    tag = kind.replace("-threads", "")
     where = (
         os.path.join(tempfile.mkdtemp(prefix="bench-e-"), "e.db")
         if engine == "sqlite"
         else f"bench_e_{uuid.uuid4().hex[:8]}"
     )
-    (raw_setup if kind == "raw" else alk_setup)(engine, where, n)
-    ctx = mp.get_context("spawn")
-    go, stop = ctx.Event(), ctx.Event()
-    if kind == "raw":
-        consumers = [ctx.Process(target=raw_consumer, args=(engine, where, go, stop)) for _ in range(width)]
-        producer = ctx.Process(target=raw_producer, args=(engine, where, extra, go))
-    else:
-        consumers = [
-            ctx.Process(target=alk_consumer, args=(engine, where, go, stop, threads)) for _ in range(width)
-        ]
-        producer = ctx.Process(target=alk_producer, args=(engine, where, extra, go))
-    for p in [*consumers, producer]:
-        p.start()
-    time.sleep(1.5)  # every process imported and connected
-    left = raw_left if kind == "raw" else alk_left
-    cpu0, t0 = busy_s(), time.perf_counter()
-    go.set()
-    producer.join()
-    while left(engine, where) > 0:
-        time.sleep(0.005)
-    wall, cpu = time.perf_counter() - t0, busy_s() - cpu0
-    stop.set()
-    for p in consumers:
-        if kind != "raw" and p.pid is not None:
-            os.kill(p.pid, signal.SIGTERM)
-        p.join(30)
-    if engine == "postgres":
+    if engine == "postgres" and tag in ("pgqueuer", "procrastinate"):
         import psycopg
 
         with psycopg.connect(DSN, autocommit=True) as pg:
-            pg.execute(
-                f"DROP TABLE IF EXISTS {where}"
-                if kind == "raw"
-                else f'DROP SCHEMA IF EXISTS "{where}" CASCADE'
-            )
+            pg.execute(f'CREATE SCHEMA "{where}"')
+    procs_: list[subprocess.Popen[str]] = []
+    try:
+        setup = spawn(python, "setup", tag, engine, where, n, threads)
+        if setup.wait() != 0:
+            raise RuntimeError(f"setup exited {setup.returncode}")
+        producer = spawn(python, "producer", tag, engine, where, extra, threads)
+        consumers = [spawn(python, "consumer", tag, engine, where, 0, threads) for _ in range(procs)]
+        procs_ = [producer, *consumers]
+        for p in procs_:
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a {tag} process did not start (exit {p.wait()})")
+        left = Left(tag, engine, where)
+        time.sleep(0.5)
+        cpu0, t0 = busy_s(), time.perf_counter()
+        for p in procs_:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        if producer.wait() != 0:
+            raise RuntimeError(f"producer exited {producer.returncode}")
+        while left.count() > 0:
+            time.sleep(0.005)
+            if any(p.poll() is not None for p in procs_[1:]):
+                raise RuntimeError("a consumer exited before the queue was drained")
+        wall, cpu = time.perf_counter() - t0, busy_s() - cpu0
+    finally:
+        for p in procs_:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs_:
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        if engine == "postgres":
+            import psycopg
+
+            with psycopg.connect(DSN, autocommit=True) as pg:
+                pg.execute(f"DROP TABLE IF EXISTS {where}")
+                pg.execute(f'DROP SCHEMA IF EXISTS "{where}" CASCADE')
     total = n + extra
     return total / wall, cpu / total * 1000
 
@@ -220,19 +540,37 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=4000)
     ap.add_argument("--widths", default="1,2,4,8")
     ap.add_argument("--engines", default="sqlite,postgres")
+    ap.add_argument("--only", default="", help="comma list of kinds (default: all)")
+    ap.add_argument("--oban-python", default=os.environ.get("OBAN_PYTHON", ""))
+    ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print("E       engine    width  kind       jobs/s   ratio  CPU-s/1k jobs (whole machine)", flush=True)
+    if args.child:
+        role, kind, engine, where, n, threads = args.child
+        child(role, kind, engine, where, int(n), int(threads))
+        return
+    only = [k for k in args.only.split(",") if k]
+    print("E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio", flush=True)
     for engine in args.engines.split(","):
         for width in [int(w) for w in args.widths.split(",")]:
-            runs = [("raw", width, 1), ("worker", width, 1)]
+            runs = [(k, width, 1) for k in KINDS[engine]]
             if width == 8:
-                runs.append(("threads", 1, 8))
-            floor = 0.0
+                runs.insert(2, ("alkstore-threads", 1, 8))
+            floor: tuple[float, float] | None = None
             for kind, procs, threads in runs:
-                rate, cpu = one("raw" if kind == "raw" else "alkstore", engine, procs, threads, args.n)
-                floor = floor or rate
+                if only and kind != "raw" and kind.replace("-threads", "") not in only:
+                    continue
+                python = args.oban_python if kind == "oban" else sys.executable
+                try:
+                    if not python:
+                        raise RuntimeError("no --oban-python (oban needs Python >= 3.12)")
+                    rate, cpu = one(kind, engine, procs, threads, args.n, python)
+                except Exception as exc:  # a missing or broken peer must not stop the others
+                    print(f"E  {engine:9s} {width:5d}  {kind:16s} unavailable: {exc}", flush=True)
+                    continue
+                floor = floor or (rate, cpu)
                 print(
-                    f"E       {engine:9s} {width:5d}  {kind:8s} {rate:8.0f}  {rate / floor:5.2f}x  {cpu:6.3f}",  # noqa: E501
+                    f"E  {engine:9s} {width:5d}  {kind:16s} {rate:7.0f}  {rate / floor[0]:4.2f}x"
+                    f"  {cpu:8.3f}  {cpu / floor[1]:4.2f}x",
                     flush=True,
                 )
 

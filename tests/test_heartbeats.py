@@ -71,3 +71,39 @@ def test_a_forked_child_starts_with_an_empty_timetable_and_its_own_thread() -> N
     _BEATS.remove(entry)
     assert empty == "1", "the parent's jobs are not the child's"
     assert int(beats) >= 1, "the child's own job is beaten by the child's own thread"
+
+
+def test_a_timetable_left_empty_parks_and_a_new_job_still_gets_its_beats() -> None:
+    # Empty for a whole beat (1 s), the thread parks; add() must wake it.
+    time.sleep(2.3)
+    assert _BEATS._parked, "nothing registered for two beats: the thread sleeps until woken"
+    job = Beaten()
+    entry = add(job, 0.05)
+    time.sleep(0.4)
+    _BEATS.remove(entry)
+    assert job.beats >= 2, f"every 50 ms for 0.4 s after parking: {job.beats}"
+
+
+def test_short_jobs_do_not_wake_the_thread_one_by_one() -> None:
+    # Waking it per job handed it the GIL twice per job. Thousands of short
+    # jobs (more than the 1024 dead entries that trigger a compaction), each
+    # registered and removed at once, with the thread free to run in between.
+    _BEATS.remove(add(Beaten(), 30.0))  # wakes a parked thread: it now looks every beat
+    time.sleep(0.05)
+    cond = _BEATS._cond
+    notified = 0
+    real_notify = cond.notify
+
+    def counting_notify(n: int = 1) -> None:
+        nonlocal notified
+        notified += 1
+        real_notify(n)
+
+    cond.notify = counting_notify  # type: ignore[method-assign]
+    try:
+        for _ in range(3000):
+            _BEATS.remove(add(Beaten(), 30.0))
+            time.sleep(0)
+    finally:
+        del cond.notify
+    assert notified <= 1, f"a job due a beat later needs no wake: {notified} notifies"

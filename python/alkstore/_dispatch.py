@@ -39,14 +39,14 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import CancelledError
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
 from alkstore._errors import AlkstoreError, DatabaseError, Fail
-from alkstore._executors import Escaped, LoopThread, ThreadPool
+from alkstore._executors import Escaped, LoopThread, Pending, ThreadPool
 from alkstore._tally import Tally
 
 if TYPE_CHECKING:  # importing _otel imports opentelemetry: only with telemetry on
@@ -81,7 +81,7 @@ class Handler:
 class _InFlight:
     job: JobHandle
     span: Processing | None = None  # with telemetry on: ended where the outcome is counted
-    future: Future[_runner.Outcome] | None = None
+    future: Pending[_runner.Outcome] | None = None
     outcome: str | None = None  # set when the handler's future finishes
     releasing: bool = False  # the drain is releasing it: it does the counting
     settled: bool = False  # counted once, by whoever got there first
@@ -307,7 +307,7 @@ class Run:
             return
         self._tally.started()
         fn = h.fn
-        fut: Future[_runner.Outcome]
+        fut: Pending[_runner.Outcome]
         if h.is_async:
             assert self._loop is not None
             if span is None:
@@ -325,7 +325,7 @@ class Run:
         rec.future = fut
         fut.add_done_callback(lambda f: self._done(seq, rec, f, h))
 
-    def _done(self, seq: int, rec: _InFlight, fut: Future[_runner.Outcome], h: Handler) -> None:
+    def _done(self, seq: int, rec: _InFlight, fut: Pending[_runner.Outcome], h: Handler) -> None:
         kind: str | None
         try:
             kind = _kind(fut.result(), rec.job)

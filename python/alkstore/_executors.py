@@ -1,8 +1,10 @@
 """Where a Worker runs handlers: daemon threads for sync ones, one asyncio
 event loop on its own thread for async ones.
 
-Both hand back ``concurrent.futures.Future`` objects, so the Worker tracks
-every in-flight job the same way. The threads are daemons on purpose: a
+Both hand back a :class:`Pending`: a ``concurrent.futures.Future`` from the
+loop, and from the pool a :class:`Call`, which does the part of a Future the
+Worker uses without building a Future's Condition (an RLock) per job, so the
+Worker tracks every in-flight job the same way. The threads are daemons on purpose: a
 handler stuck past the shutdown grace has had its job released already, and
 must not keep the process from exiting (``ThreadPoolExecutor`` joins its
 threads at interpreter exit).
@@ -11,15 +13,99 @@ threads at interpreter exit).
 from __future__ import annotations
 
 import asyncio
+import logging
 import queue
 import threading
 from collections.abc import Callable, Coroutine
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from concurrent.futures import CancelledError, Future
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Escaped", "LoopThread", "ThreadPool"]
+__all__ = ["Call", "Escaped", "LoopThread", "Pending", "ThreadPool"]
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+log = logging.getLogger("alkstore.worker")
+
+
+class Pending(Protocol[T_co]):
+    """What the Worker needs of a submitted job: both executors' results have it."""
+
+    def result(self) -> T_co: ...
+    def cancel(self) -> bool: ...
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None: ...
+
+
+_PENDING, _RUNNING, _FINISHED, _CANCELLED = range(4)
+
+
+class Call(Generic[T]):
+    """One call on a :class:`ThreadPool`: run once, cancel before it starts,
+    one done callback, ``result()`` once done (raising what the call raised,
+    or ``CancelledError``)."""
+
+    __slots__ = ("_callback", "_error", "_fn", "_lock", "_state", "_value")
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._lock = threading.Lock()
+        self._state = _PENDING
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._callback: Callable[[Call[T]], object] | None = None
+
+    def run(self) -> None:
+        """On a pool thread: calls the function unless cancelled first."""
+        with self._lock:
+            if self._state != _PENDING:
+                return
+            self._state = _RUNNING
+        try:
+            self._value = self._fn()
+        except BaseException as exc:  # handed to result(), never lost
+            self._error = exc
+        with self._lock:
+            self._state = _FINISHED
+            callback = self._callback
+        self._finish(callback)
+
+    def cancel(self) -> bool:
+        """Stops a call that has not started; False once it runs or ran."""
+        with self._lock:
+            if self._state in (_RUNNING, _FINISHED):
+                return False
+            if self._state == _CANCELLED:
+                return True
+            self._state = _CANCELLED
+            callback = self._callback
+        self._finish(callback)
+        return True
+
+    def add_done_callback(self, fn: Callable[[Call[T]], object]) -> None:
+        """Calls ``fn(self)`` when done, or now if already done (one callback)."""
+        with self._lock:
+            if self._state in (_PENDING, _RUNNING):
+                assert self._callback is None, "one done callback per call"
+                self._callback = fn
+                return
+        self._finish(fn)
+
+    def result(self) -> T:
+        if self._state == _CANCELLED:
+            raise CancelledError
+        if self._state != _FINISHED:
+            raise RuntimeError("the call has not finished")
+        if self._error is not None:
+            raise self._error
+        return self._value  # type: ignore[return-value]
+
+    def _finish(self, callback: Callable[[Call[T]], object] | None) -> None:
+        if callback is None:
+            return
+        try:
+            callback(self)
+        except Exception:  # as a Future does: a callback's error must not kill the pool thread
+            log.exception("a Worker done-callback raised")
+
 
 #: How long shutdown waits for the event loop thread to wind down.
 _LOOP_JOIN_S = 2.0
@@ -36,20 +122,9 @@ class ThreadPool:
         self._threads = 0
         self._idle = 0
 
-    def submit(self, fn: Callable[[], T]) -> Future[T]:
-        """Runs ``fn`` on a pool thread; its result or exception lands in the future."""
-        fut: Future[T] = Future()
-
-        def item() -> None:
-            if not fut.set_running_or_notify_cancel():
-                return
-            try:
-                result = fn()
-            except BaseException as exc:  # handed to the future, never lost
-                fut.set_exception(exc)
-            else:
-                fut.set_result(result)
-
+    def submit(self, fn: Callable[[], T]) -> Call[T]:
+        """Runs ``fn`` on a pool thread; its result or exception lands in the call."""
+        call = Call(fn)
         with self._lock:
             grow = self._idle == 0 and self._threads < self._size
             if grow:
@@ -58,8 +133,8 @@ class ThreadPool:
                 self._idle -= 1  # a waiting thread takes this item
         if grow:
             threading.Thread(target=self._serve, name=f"{self._name}-{self._threads}", daemon=True).start()
-        self._work.put(item)
-        return fut
+        self._work.put(call.run)
+        return call
 
     def _serve(self) -> None:
         while True:

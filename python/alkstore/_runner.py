@@ -56,8 +56,7 @@ _MIN_BEAT_S = 1.0
 
 
 def _beat_interval(job: JobHandle) -> float:
-    lease = (job.deadline - job.claimed_at).total_seconds()
-    return max(_MIN_BEAT_S, lease / 3)
+    return max(_MIN_BEAT_S, job._lease_s / 3)
 
 
 class _Beats:
@@ -72,6 +71,10 @@ class _Beats:
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
         self._dead = 0
+        # The thread sleeps with no timeout only when parked (nothing was
+        # registered for a whole _MIN_BEAT_S); else it looks at least every
+        # _MIN_BEAT_S, which is never later than a new entry falls due.
+        self._parked = False
 
     def reset_in_child(self) -> None:
         """After fork: the parent's jobs are not the child's to keep alive,
@@ -80,6 +83,7 @@ class _Beats:
         self._heap = []
         self._thread = None
         self._dead = 0
+        self._parked = False
 
     def add(self, job: JobHandle, every: float) -> list[Any]:
         entry = [time.monotonic() + every, next(self._seq), job, every, True]
@@ -88,7 +92,11 @@ class _Beats:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="alkstore-heartbeat", daemon=True)
                 self._thread.start()
-            elif self._heap[0] is entry:
+            elif self._parked or every < _MIN_BEAT_S:
+                # Waking the thread for every short job handed it the GIL
+                # twice per job (a third of a busy Worker's CPU); a thread
+                # that is not parked wakes in time by itself.
+                self._parked = False
                 self._cond.notify()
         return entry
 
@@ -105,6 +113,7 @@ class _Beats:
                 self._dead = 0
 
     def _run(self) -> None:
+        idle = False  # the last look found nothing registered
         while True:
             with self._cond:
                 while True:
@@ -112,13 +121,20 @@ class _Beats:
                         heapq.heappop(self._heap)
                         self._dead = max(0, self._dead - 1)
                     if not self._heap:
-                        self._cond.wait()
+                        if idle:  # empty for a whole beat: sleep until add() wakes us
+                            self._parked = True
+                            while self._parked:
+                                self._cond.wait()
+                        else:
+                            self._cond.wait(_MIN_BEAT_S)
+                        idle = not idle
                         continue
+                    idle = False
                     wait = self._heap[0][0] - time.monotonic()
                     if wait <= 0:
                         entry = heapq.heappop(self._heap)
                         break
-                    self._cond.wait(wait)
+                    self._cond.wait(min(wait, _MIN_BEAT_S))
             job, every = entry[2], entry[3]
             try:
                 alive = bool(job.heartbeat())

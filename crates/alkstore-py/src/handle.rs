@@ -161,6 +161,13 @@ impl JobHandle {
         Ok(self.note(landed, RELEASED))
     }
 
+    /// The stamped lease length in seconds, for the runner's heartbeat
+    /// interval without building two datetimes per job (not public).
+    #[getter]
+    fn _lease_s(&self) -> i64 {
+        self.claimed.visibility_timeout_s
+    }
+
     /// How the job was last settled through this handle: "acked", "retried",
     /// "failed", "released", or None. For the Worker's and the outbox's
     /// runner (`alkstore._runner`), not a public attribute.
