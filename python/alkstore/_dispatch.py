@@ -106,7 +106,7 @@ def _report(job: JobHandle, exc: Exception) -> None:
 def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
     try:
         result = fn(job.payload, job)
-        if inspect.isawaitable(result):
+        if result is not None and inspect.isawaitable(result):
             # A plain function that returned a coroutine: acking it unawaited would
             # drop the work. Retry instead, and say how to register it.
             if inspect.iscoroutine(result):
