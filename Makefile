@@ -3,6 +3,7 @@
 # Every target that needs the Python package builds ONE release wheel with
 # maturin into dist/ and installs exactly that wheel, so tests and the demo
 # import alkstore from site-packages, never from python/ on sys.path.
+# `dist` builds the artifacts for PyPI into dist/release/ instead (ADR 0023).
 
 SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
@@ -15,6 +16,16 @@ MATURIN_SPEC := maturin>=1.7,<2.0
 # Extras installed with the wheel; `lint` adds its own.
 EXTRAS ?= test
 
+# Release artifacts (SPEC §21, ADR 0023): an sdist and an abi3 wheel for
+# manylinux2014 (glibc 2.17) x86_64, linked by zig against glibc 2.17's symbols.
+# Their own directory, so `install` still finds exactly one wheel in dist/.
+DIST_DIR := dist/release
+DIST_TARGET := x86_64-unknown-linux-gnu
+# ziglang is pinned to the zig the wheel was verified with (zig releases change
+# its command line); the checkers only need a version with today's output.
+DIST_TOOLS_SPEC := 'maturin>=1.16,<2.0' 'ziglang==0.17.1' 'auditwheel>=6.1,<7' 'twine>=6.1' 'check-jsonschema>=0.33'
+WORKFLOW := .github/workflows/release.yml
+
 # One cargo target dir for maturin, cargo test and cargo bench, so a run
 # compiles each dependency once per profile.
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
@@ -24,7 +35,7 @@ export PIP_ROOT_USER_ACTION := ignore
 .PHONY: help
 help: ## Show this list
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | \
-		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-9s %s\n", $$1, $$2}'
+		awk 'BEGIN {FS = ":.*## "}; {printf "  make %-10s %s\n", $$1, $$2}'
 
 .PHONY: tools
 tools: ## Install the build tool (maturin) into the current Python
@@ -77,6 +88,30 @@ lint: install ## rustfmt, clippy, ruff, mypy --strict, stubtest
 bench: install ## criterion claim benchmarks, then the Python workloads A-D
 	cargo bench -p alkstore-benches
 	$(PYTHON) benches/workloads.py
+
+.PHONY: dist-tools
+dist-tools: ## Install the release tools (ziglang, auditwheel, twine, check-jsonschema)
+	@$(PIP) install --quiet $(DIST_TOOLS_SPEC)
+
+.PHONY: dist
+dist: tools dist-tools ## Build the sdist and the manylinux2014 x86_64 abi3 wheel into dist/release/
+	rm -rf $(DIST_DIR)
+	@# maturin finds zig through `python3 -m ziglang` unless told which Python has it.
+	py="$$($(PYTHON) -c 'import sys; print(sys.executable)')"; \
+	CARGO_ZIGBUILD_PYTHON_PATH="$$py" $(PYTHON) -m maturin build --release --zig \
+		--compatibility manylinux2014 --target $(DIST_TARGET) --interpreter "$$py" --out $(DIST_DIR)
+	$(PYTHON) -m maturin sdist --out $(DIST_DIR)
+
+.PHONY: dist-check
+dist-check: dist-tools ## Check dist/release/ and release.yml; smoke-test the wheel on CPython 3.11-3.13
+	$(PYTHON) scripts/check_dist.py $(DIST_DIR)
+	$(PYTHON) -m twine check --strict $(DIST_DIR)/*
+	@# The workflow cannot run here: parse it and check it against GitHub's workflow
+	@# schema, plus actionlint where one is on PATH (its PyPI package fetches the
+	@# binary from outside the package registries when it installs, so not here).
+	$(PYTHON) -m check_jsonschema --builtin-schema vendor.github-workflows $(WORKFLOW)
+	@if command -v actionlint >/dev/null; then echo "actionlint $(WORKFLOW)"; actionlint $(WORKFLOW); fi
+	$(PYTHON) scripts/smoke_wheel.py $(DIST_DIR)/alkstore-*.whl
 
 .PHONY: clean
 clean: ## Remove build outputs and caches
