@@ -39,7 +39,7 @@ from alkstore._aio import release
 from alkstore._core import JobHandle
 from alkstore._errors import Fail
 
-__all__ = ["Outcome", "heartbeating", "run_async", "run_sync", "settle"]
+__all__ = ["Ack", "Outcome", "heartbeating", "run_async", "run_sync", "settle"]
 
 Outcome = Literal["acked", "retried", "failed", "released", "lost"]
 
@@ -160,11 +160,20 @@ def heartbeating(job: JobHandle) -> Iterator[None]:
         _BEATS.remove(entry)
 
 
-def settle(job: JobHandle, error: BaseException | None) -> Outcome:
+#: An ack that may do more in the same transaction (the Worker claims its
+#: next job with it, ADR 0022): whether it landed, or None to fall back to
+#: ``job.ack()``.
+Ack = Callable[[JobHandle], "bool | None"]
+
+
+def settle(job: JobHandle, error: BaseException | None, ack: Ack | None = None) -> Outcome:
     """Records the outcome of running ``job``: ack, fail or retry."""
     outcome: Outcome
     if error is None:
-        landed, outcome = job.ack(), "acked"
+        landed = None if ack is None else ack(job)
+        if landed is None:
+            landed = job.ack()
+        outcome = "acked"
     elif isinstance(error, Fail):
         landed, outcome = job.fail(str(error)), "failed"
     else:
@@ -179,8 +188,9 @@ def settle(job: JobHandle, error: BaseException | None) -> Outcome:
     return _SETTLED.get(job._settled, "lost")
 
 
-def run_sync(job: JobHandle, fn: Callable[[JobHandle], Any]) -> Outcome:
-    """Runs ``fn(job)`` with heartbeats and settles the job by its outcome."""
+def run_sync(job: JobHandle, fn: Callable[[JobHandle], Any], ack: Ack | None = None) -> Outcome:
+    """Runs ``fn(job)`` with heartbeats and settles the job by its outcome
+    (a return acks through ``ack`` when given)."""
     # heartbeating() spelled out: this runs once per job on the Worker's hot path.
     entry = _BEATS.add(job, _beat_interval(job))
     try:
@@ -191,7 +201,7 @@ def run_sync(job: JobHandle, fn: Callable[[JobHandle], Any]) -> Outcome:
         error = None
     finally:
         _BEATS.remove(entry)
-    return settle(job, error)
+    return settle(job, error, ack)
 
 
 async def run_async(job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]]) -> Outcome:

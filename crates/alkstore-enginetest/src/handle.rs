@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use alkstore_core::{backoff_range, JobState, NewJob, QueueOpts, QueueStats, StopToken, WaitSpec, MAX_DURATION_S};
+use alkstore_core::{
+    backoff_range, JobState, NewJob, QueueOpts, QueueStats, ReadyAt, StopToken, WaitSpec, MAX_DURATION_S,
+};
 
 use crate::queue::names;
 use crate::{job, opts, Db, Harness, TestResult};
@@ -15,7 +17,8 @@ macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; ha
     retry_goes_back_to_pending_then_dead_at_budget, retry_delay_is_explicit_or_the_core_curve,
     fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
     cancel_then_ack_is_false, ack_batch_counts_only_valid_handles,
-    handle_lock_and_wait_arguments_are_bounded,
+    handle_lock_and_wait_arguments_are_bounded, ack_then_claim_acks_and_claims_in_one_go,
+    ack_then_claim_of_a_stale_handle_still_claims, ack_then_claim_claims_nothing_it_may_not,
 } } } }
 
 /// A reclaim after a lapse eats an attempt and fences the old handle.
@@ -205,5 +208,70 @@ pub fn handle_lock_and_wait_arguments_are_bounded<H: Harness>(db: &Db<H>) -> Tes
         WaitSpec { timeout: Some(Duration::from_secs(MAX_DURATION_S as u64)), stops: &[&stop], interrupted: &never };
     assert!(s.claim_wait("q", "w", 1, &spec)?.is_empty());
     assert!(s.retry(None, &c, "", Some(MAX_DURATION_S))?);
+    Ok(())
+}
+
+/// The Worker's ack-then-claim (ADR 0022): the ack lands and counts as a
+/// completion, the next jobs come in claim order, from any queue of the store.
+pub fn ack_then_claim_acks_and_claims_in_one_go<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let done_id = db.put("a", &opts(), "1")?;
+    let low = db.put("b", &opts(), "2")?;
+    let high = db.put_job("b", &opts(), NewJob { priority: 5, ..job("3") })?;
+    let done = db.take("a", "w")?;
+    assert_eq!(done.id, done_id);
+    let (landed, next) = s.ack_then_claim(&done, "b", "w", 2)?;
+    assert!(landed);
+    assert!(s.get_job(None, "a", done_id)?.is_none(), "acked: the row is gone");
+    assert_eq!(next.iter().map(|j| j.id).collect::<Vec<_>>(), vec![high, low], "claim order");
+    assert!(next.iter().all(|j| j.attempts == 1 && j.worker_id == "w" && j.queue == "b"));
+    assert_eq!(s.stats("b")?.processing, 2);
+    let (again, none) = s.ack_then_claim(&done, "b", "w", 1)?;
+    assert!(!again, "a second ack lands nothing");
+    assert!(none.is_empty(), "nothing is left to claim");
+    assert_eq!(s.ack(None, &next.iter().collect::<Vec<_>>())?, 2, "the claimed handles are live");
+    let counted: i64 = s.completions(60)?.iter().filter(|r| r.queue == "a").map(|r| r.count).sum();
+    assert_eq!(counted, 1, "the landed ack is a completion, the refused one is not");
+    Ok(())
+}
+
+/// A handle whose lease lapsed and was reclaimed acks nothing, but the claim
+/// half still hands out what is ready.
+pub fn ack_then_claim_of_a_stale_handle_still_claims<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &opts(), "x")?;
+    let stale = db.take("q", "w")?;
+    db.clock(31)?;
+    let fresh = db.take("q", "w2")?;
+    assert_eq!(fresh.id, id);
+    let other = db.put("q", &opts(), "y")?;
+    let (landed, next) = s.ack_then_claim(&stale, "q", "w", 1)?;
+    assert!(!landed, "fenced");
+    assert_eq!(next.iter().map(|j| j.id).collect::<Vec<_>>(), vec![other]);
+    assert_eq!(s.get_job(None, "q", id)?.ok_or("the reclaimed job is still there")?.state, JobState::Processing);
+    Ok(())
+}
+
+/// The claim half never hands out what a claim may not: nothing of a paused
+/// queue, nothing scheduled for later, and a bad worker name or batch size is
+/// refused before anything is written.
+pub fn ack_then_claim_claims_nothing_it_may_not<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    db.put("p", &opts(), "1")?;
+    db.put_job("later", &opts(), NewJob { ready: ReadyAt::Delay(60), ..job("2") })?;
+    for _ in 0..3 {
+        db.put("a", &opts(), "x")?;
+    }
+    s.pause("p")?;
+    let d1 = db.take("a", "w")?;
+    let (landed, next) = s.ack_then_claim(&d1, "p", "w", 1)?;
+    assert!(landed && next.is_empty(), "a paused queue hands out nothing");
+    let d2 = db.take("a", "w")?;
+    let (landed, next) = s.ack_then_claim(&d2, "later", "w", 1)?;
+    assert!(landed && next.is_empty(), "a job not yet due is not claimed");
+    let d3 = db.take("a", "w")?;
+    assert!(s.ack_then_claim(&d3, "a", "", 1).is_err(), "an empty worker name is refused");
+    assert!(s.ack_then_claim(&d3, "a", "w", 0).is_err(), "n is 1..=1000");
+    assert!(s.get_job(None, "a", d3.id)?.is_some(), "a refused call acks nothing");
     Ok(())
 }

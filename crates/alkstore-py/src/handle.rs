@@ -49,6 +49,12 @@ impl JobHandle {
         landed
     }
 
+    /// Records an ack that landed through another call (the Worker's
+    /// ack-then-claim, `Queue._ack_then_claim`).
+    pub(crate) fn note_acked(&self, landed: bool) -> bool {
+        self.note(landed, ACKED)
+    }
+
     pub(crate) fn claimed(&self) -> &Claimed {
         &self.claimed
     }

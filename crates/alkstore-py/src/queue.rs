@@ -422,6 +422,28 @@ impl Queue {
         run(py, &self.store, tx, |t| self.store.ack(t, &refs))
     }
 
+    /// The Worker's ack of `job` (a handle of this store, any queue) and
+    /// claim of up to `n` jobs of this queue, in one transaction where the
+    /// engine can (ADR 0022). Returns whether the ack landed and the jobs.
+    /// An empty list does not mean the queue is empty (a lapsed lease needs
+    /// `claim`). Not public: the Worker's hot path.
+    fn _ack_then_claim(
+        &self,
+        py: Python<'_>,
+        job: &Bound<'_, JobHandle>,
+        worker_id: &str,
+        n: Int,
+    ) -> PyResult<(bool, Vec<JobHandle>)> {
+        let n = batch_size("n", &n).py()?;
+        let h = job.get();
+        if !h.claimed_through(&self.store) {
+            return Err(PyValueError::new_err("job was claimed through another store"));
+        }
+        let done = h.claimed();
+        let (landed, claimed) = py.detach(|| self.store.ack_then_claim(done, &self.name, worker_id, n)).py()?;
+        Ok((h.note_acked(landed), self.handles(claimed)))
+    }
+
     /// A live or dead job of this queue, or None.
     #[pyo3(signature = (job_id, tx=None))]
     fn get_job(&self, py: Python<'_>, job_id: Int, tx: Option<&Bound<'_, Transaction>>) -> PyResult<Option<Job>> {

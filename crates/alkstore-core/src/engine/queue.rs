@@ -75,6 +75,15 @@ pub trait ClaimOps {
     /// move to dead first, then one index-matched claim statement. Any
     /// order: the Store sorts them into claim order.
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>>;
+
+    /// Acks `done` (a valid handle) and claims up to `n` jobs of `queue`
+    /// for `worker_id`, as one transaction where the engine can (ADR 0022):
+    /// the Worker's finished job and its next. Returns how many acks landed
+    /// (0 or 1) and what was claimed, in any order. The claim may be the
+    /// engine's fast path only, which comes back empty whenever the full
+    /// claim has work to do first (a lapsed lease): empty never means the
+    /// queue has nothing, and the caller then claims with [`Self::claim`].
+    fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)>;
 }
 
 /// What a claim's holder does with it (SPEC §4.3); `ops/handle.rs` in each engine.

@@ -71,6 +71,26 @@ impl Store {
         self.claim_now(queue, worker_id, n)
     }
 
+    /// The Worker's ack of a finished job and claim of its next, one
+    /// transaction where the engine can (ADR 0022): whether the ack landed,
+    /// and up to `n` jobs of `queue` in claim order. An empty claim does not
+    /// mean `queue` is empty (see [`crate::ClaimOps::ack_then_claim`]).
+    pub fn ack_then_claim(
+        &self,
+        done: &Claimed,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)> {
+        validate_name("worker", worker_id)?;
+        batch_size("n", n)?;
+        self.enter(None)?;
+        let (landed, mut claimed) = self.engine.ack_then_claim(done, queue, worker_id, n)?;
+        acked_per_queue(&[done], landed, |q, k| self.done.add(q, k));
+        sort_claimed(&mut claimed);
+        Ok((landed == 1, claimed))
+    }
+
     /// One look: the engine's claim (`n` already in range), in claim order.
     fn claim_now(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         let mut claimed = self.engine.claim(queue, worker_id, n)?;

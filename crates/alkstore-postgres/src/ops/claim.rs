@@ -11,6 +11,7 @@ use alkstore_core::{ClaimOps, Claimed, Result};
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
+use crate::error::pg_error;
 use crate::rows::claimed;
 
 /// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
@@ -117,6 +118,34 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
 impl ClaimOps for PgEngine {
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         self.run(None, async |cx| claim(cx, queue, worker_id, n).await)
+    }
+
+    /// The ack and the full claim in one transaction on one pooled
+    /// connection, pipelined: BEGIN, the ack, the claim and COMMIT go out
+    /// together, so the pair costs one round trip and one commit (one WAL
+    /// flush) where two autocommit statements cost two of each. If the ack
+    /// or the claim fails, the transaction is aborted and the COMMIT that
+    /// follows rolls it back: nothing lands, and the error is returned.
+    fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
+        self.run(None, async |cx| {
+            // Both statements prepared (or found in the connection's cache)
+            // first: a prepare waits for its reply, and COMMIT must not
+            // overtake the ack or the claim on the wire.
+            let claim_sql = if n == 1 { &cx.sql.claim.one } else { &cx.sql.claim.many };
+            cx.client.prepare_cached(&cx.sql.handle.ack_one).await.map_err(|e| pg_error(&e))?;
+            cx.client.prepare_cached(claim_sql).await.map_err(|e| pg_error(&e))?;
+            let done = [done];
+            let (begin, landed, claimed, commit) = tokio::join!(
+                cx.client.batch_execute("BEGIN"),
+                super::handle::ack(cx, &done),
+                claim(cx, queue, worker_id, n),
+                cx.client.batch_execute("COMMIT"),
+            );
+            begin.map_err(|e| pg_error(&e))?;
+            let (landed, claimed) = (landed?, claimed?);
+            commit.map_err(|e| pg_error(&e))?;
+            Ok((landed, claimed))
+        })
     }
 }
 

@@ -218,4 +218,24 @@ impl ClaimOps for SqliteEngine {
         let offset = self.offset();
         self.conns.with_writer(|c| claim(c, offset, queue, worker_id, n))
     }
+
+    /// The ack and the claim's fast path in one write transaction: one
+    /// write lock and one WAL commit for the two. The full path (a lapsed
+    /// lease) begins a transaction of its own, so it is left to `claim`.
+    fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| {
+            atomic(c, Scope::Own, |c| {
+                let landed = super::handle::ack(c, Scope::Caller, offset, &[done])?;
+                let many;
+                let sql = if n == 1 {
+                    CLAIM_READY_ONE
+                } else {
+                    many = claim_ready_n(n);
+                    &many
+                };
+                Ok((landed, run(c, sql, params![queue, worker_id, offset], n)?))
+            })
+        })
+    }
 }
