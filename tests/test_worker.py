@@ -540,3 +540,47 @@ def test_an_outcome_the_handler_settled_itself_is_counted_not_lost(
         assert job is None
     else:
         assert job is not None and job.state == ("pending" if how == "retry" else "dead")
+
+
+# -- the next job claimed with the ack (ADR 0022) --------------------------------
+
+
+def test_a_lapsed_lease_is_reclaimed_while_ready_jobs_keep_the_worker_busy(store: Store) -> None:
+    # A finished handler acks and claims the next ready job in one transaction,
+    # with the claim's fast path, which stands aside while a lease has lapsed:
+    # the lapsed job must still be run, not starved by the ready ones.
+    q = fast_queue(store, "busy", visibility_timeout_s=1)
+    lapsed = q.enqueue({"n": -1})
+    taken = q.claim("gone-away")
+    assert taken is not None and taken.id == lapsed
+    ready = q.enqueue_many([{"n": i} for i in range(200)])
+    time.sleep(1.2)  # the first lease lapses
+    seen: list[int] = []
+    worker = Worker(store, concurrency=1, worker_id="w-busy")
+
+    @worker.handler("busy")
+    def handle(payload: dict[str, int], job: JobHandle) -> None:
+        seen.append(job.id)
+
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 201, what="all 201 jobs acked")
+    assert sorted(seen) == sorted([lapsed, *ready]), "each job ran once"
+    assert q.stats().pending + q.stats().processing == 0
+    assert not taken.ack(), "the lapsed handle was fenced by the reclaim"
+
+
+def test_jobs_of_several_queues_all_run_when_each_ack_claims_the_next(store: Store) -> None:
+    queues = [fast_queue(store, f"multi-{i}") for i in range(3)]
+    ids = {q.name: set(q.enqueue_many([{"q": q.name, "i": i} for i in range(40)])) for q in queues}
+    seen: dict[str, set[int]] = {q.name: set() for q in queues}
+    worker = Worker(store, concurrency=2, worker_id="w-multi")
+    for q in queues:
+
+        @worker.handler(q.name)
+        def handle(payload: dict[str, Any], job: JobHandle) -> None:
+            seen[job.queue].add(job.id)
+
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 120, what="all 120 jobs acked")
+    assert seen == ids
+    assert worker.counts.lost == 0 and worker.counts.retried == 0
