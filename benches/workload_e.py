@@ -18,6 +18,8 @@ queue is empty and the producer done. Kinds:
 - SQLite peers ``honker``, ``huey``, ``litequeue``: each consumer loops the
   library's claim and ack calls, as compare.py does (huey's dequeue deletes:
   it has no ack). A bare loop has no worker machinery, so this flatters them.
+  huey and litequeue get the floor's 30 s busy timeout (their 5 s default
+  fails a producer under 8 consumers).
 - Postgres peers: ``pgqueuer`` loops its dequeue and log_jobs queries (as
   compare.py); ``procrastinate`` and ``oban`` run the library's own worker
   with concurrency 1 per process (oban needs Python >= 3.12: ``--oban-python``
@@ -202,7 +204,7 @@ def honker_consumer(engine: str, where: str, threads: int) -> Run:
 def huey_storage(where: str) -> Any:
     from huey import SqliteHuey
 
-    return SqliteHuey(filename=where).storage
+    return SqliteHuey(filename=where, timeout=30).storage
 
 
 def huey_setup(engine: str, where: str, n: int) -> None:
@@ -224,7 +226,7 @@ def huey_consumer(engine: str, where: str, threads: int) -> Run:
 def litequeue_setup(engine: str, where: str, n: int) -> None:
     from litequeue import LiteQueue
 
-    q = LiteQueue(where)
+    q = LiteQueue(where, timeout=30)
     for _ in range(n):
         q.put(TEXT)
 
@@ -232,14 +234,14 @@ def litequeue_setup(engine: str, where: str, n: int) -> None:
 def litequeue_producer(engine: str, where: str) -> Run:
     from litequeue import LiteQueue
 
-    q = LiteQueue(where)
+    q = LiteQueue(where, timeout=30)
     return lambda: q.put(TEXT) and None
 
 
 def litequeue_consumer(engine: str, where: str, threads: int) -> Run:
     from litequeue import LiteQueue
 
-    q = LiteQueue(where)
+    q = LiteQueue(where, timeout=30)
 
     def step() -> bool:
         m = q.pop()

@@ -35,6 +35,11 @@ Options that change the server or the table, to back the maintenance decision:
   setting. ``server`` (the default) runs with the server as it is.
 - ``--tune``: per-table storage parameters on the bench's jobs table, as a
   migration would set them (only read by autovacuum).
+- ``--probe P`` (5,000 by default; 0 for none): after the last slice, on the
+  table as the run left it, enqueue P jobs and claim + ack them from one
+  process, timing the claims; run ``VACUUM`` on the jobs table; do it again. The
+  two halves are a minute apart at most, so unlike the slices they share the
+  machine's load, and their difference is what the dead rows cost the claim.
 - ``--vacuum-every K``: the parent runs ``VACUUM`` on the jobs table, from its
   own connection, each time K more jobs have been acked (what alkstore would do
   itself when autovacuum is off), and reports each VACUUM's duration.
@@ -225,6 +230,43 @@ class Vacuumer(threading.Thread):
                     nxt = (sum(self.acked) // self.every + 1) * self.every
 
 
+def probe(schema: str, pg: Any, n: int) -> dict[str, Any]:
+    """On the table as the run left it: enqueue n jobs, claim + ack them from this one process, VACUUM,
+    and do it again. Both halves run within a minute of each other, so they share the machine's load."""
+    import alkstore
+
+    def drain(q: Any) -> list[float]:
+        for i in range(0, n, 1000):
+            q.enqueue_many([PAYLOAD] * min(1000, n - i))
+        lat = []
+        while True:
+            t0 = time.perf_counter()
+            job = q.claim("probe", timeout=0)
+            t1 = time.perf_counter()
+            if job is None:
+                return lat
+            job.ack()
+            lat.append(t1 - t0)
+
+    with alkstore.open(DSN, schema=schema) as store:
+        q = store.queue(QUEUE)
+        before = drain(q)
+        t0 = time.perf_counter()
+        pg.execute(f'VACUUM "{schema}".jobs')
+        vacuum_s = time.perf_counter() - t0
+        vacuumed = sample(pg, schema)
+        after = drain(q)
+    return {
+        "jobs": n,
+        "before_p50_ms": pct(before, 0.5) * 1e3,
+        "before_p99_ms": pct(before, 0.99) * 1e3,
+        "vacuum_s": vacuum_s,
+        "after_p50_ms": pct(after, 0.5) * 1e3,
+        "after_p99_ms": pct(after, 0.99) * 1e3,
+        "after_vacuum": vacuumed,
+    }
+
+
 # ------------------------------------------------------------------ the run
 def pct(xs: list[float], p: float) -> float:
     if not xs:
@@ -352,6 +394,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "slices": rows,
         "vacuum_s": vac.durations if vac else [],
         "end": at[-1][1],
+        "probe": probe(schema, pg, args.probe) if args.probe else None,
     }
     pg.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     pg.close()
@@ -391,6 +434,15 @@ def report(r: dict[str, Any]) -> None:
     if r["vacuum_s"]:
         v = r["vacuum_s"]
         print(f"VACUUM runs: {len(v)}, seconds each: median {statistics.median(v):.2f}, max {max(v):.2f}")
+    if r["probe"]:
+        p, v = r["probe"], r["probe"]["after_vacuum"]
+        print(
+            f"probe, {p['jobs']:,} jobs claimed + acked by one process on the table as left:"
+            f" claim p50 / p99 {p['before_p50_ms']:.2f} / {p['before_p99_ms']:.2f} ms;"
+            f" VACUUM {p['vacuum_s']:.2f} s (then heap {v['heap'] / 2**20:.1f} MiB,"
+            f" indexes {v['indexes'] / 2**20:.1f} MiB, dead {v['dead']});"
+            f" after: {p['after_p50_ms']:.2f} / {p['after_p99_ms']:.2f} ms"
+        )
     e = r["end"]
     print(
         f"end: heap {e['heap'] / 2**20:.1f} MiB, indexes {e['indexes'] / 2**20:.1f} MiB"
@@ -410,6 +462,7 @@ def main() -> None:
     ap.add_argument("--vacuum-every", type=int, default=0, metavar="K", help="VACUUM after every K acks")
     ap.add_argument("--json", metavar="FILE", help="also write the result as JSON")
     ap.add_argument("--max-seconds", type=float, default=0, help="stop after this long, report whole slices")
+    ap.add_argument("--probe", type=int, default=5000, metavar="P", help="jobs of the end probe (0: none)")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args()
     if args.autovacuum == "on":
