@@ -21,6 +21,7 @@ use tokio::sync::watch;
 
 use crate::conn::{self, Ctx};
 use crate::error::{pg_error, pool_error, Exit};
+use crate::maintain;
 use crate::open::{self, Opened};
 use crate::ops::Statements;
 use crate::options::PgOptions;
@@ -60,6 +61,8 @@ pub struct PgEngine {
     store_id: String,
     /// The engine schema's name, for messages.
     schema: String,
+    /// Whether the vacuum task was started (once per engine, by a claim).
+    pub(crate) maintaining: AtomicBool,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -90,7 +93,31 @@ impl PgEngine {
             listen: options.listen,
             listening: AtomicBool::new(false),
             stop: ManuallyDrop::new(watch::Sender::new(false)),
+            maintaining: AtomicBool::new(false),
         })
+    }
+
+    /// Starts the vacuum task of `maintain.rs` on the first call: a store
+    /// that claims is one whose `jobs` table churns (ADR 0024). Not in a
+    /// forked child (the runtime refuses) nor after `close`.
+    pub(crate) fn maintain(&self) {
+        if self.maintaining.load(Ordering::Relaxed) || self.maintaining.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        if *self.stop.borrow() {
+            return;
+        }
+        if let Ok(runtime) = self.rt.runtime() {
+            let pool = (*self.pool).clone();
+            maintain::start(runtime, pool, maintain::Sql::new(&self.schema), self.stop.subscribe());
+        }
+    }
+
+    /// One look of the vacuum task, now; for tests.
+    #[cfg(test)]
+    pub(crate) fn maintain_once(&self) -> bool {
+        let sql = maintain::Sql::new(&self.schema);
+        matches!(self.rt.block_on(maintain::look(&self.pool, &sql)), Ok(Ok(())))
     }
 
     /// Runs `op` on the caller's transaction when given, else on a pooled

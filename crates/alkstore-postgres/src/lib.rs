@@ -14,6 +14,7 @@
 mod conn;
 mod engine;
 mod error;
+mod maintain;
 mod migrate;
 mod open;
 mod ops;

@@ -15,7 +15,7 @@ pub type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 /// A migrated fresh schema plus a raw client for EXPLAIN.
 pub struct Fixture {
     /// Created the schema's tables; closed when the fixture drops.
-    engine: PgEngine,
+    pub(crate) engine: PgEngine,
     /// Its fresh schema, dropped with the fixture.
     pub schema: String,
     /// A raw connection for setup and EXPLAIN.

@@ -117,6 +117,7 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
 
 impl ClaimOps for PgEngine {
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        self.maintain();
         self.run(None, async |cx| claim(cx, queue, worker_id, n).await)
     }
 
@@ -127,6 +128,7 @@ impl ClaimOps for PgEngine {
     /// or the claim fails, the transaction is aborted and the COMMIT that
     /// follows rolls it back: nothing lands, and the error is returned.
     fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
+        self.maintain();
         self.run(None, async |cx| {
             // Both statements prepared (or found in the connection's cache)
             // first: a prepare waits for its reply, and COMMIT must not
