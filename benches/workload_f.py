@@ -24,6 +24,9 @@ clocks):
 - ``backlog``: jobs enqueued and not yet acked at the slice's end;
 - the jobs table's heap and index sizes (all indexes, and ``jobs_ready``, the
   claim's index, alone), and ``n_dead_tup`` at the slice's end;
+- ``autovac`` and ``vacuum``: the table's ``autovacuum_count`` and
+  ``vacuum_count`` so far; the second counts the store's own VACUUMs (ADR 0024)
+  and the bench's;
 - the whole machine's busy CPU in the slice (``/proc/stat``, all cores), to see
   a neighbour's load.
 
@@ -40,9 +43,9 @@ Options that change the server or the table, to back the maintenance decision:
   process, timing the claims; run ``VACUUM`` on the jobs table; do it again. The
   two halves are a minute apart at most, so unlike the slices they share the
   machine's load, and their difference is what the dead rows cost the claim.
-- ``--vacuum-every K``: the parent runs ``VACUUM`` on the jobs table, from its
-  own connection, each time K more jobs have been acked (what alkstore would do
-  itself when autovacuum is off), and reports each VACUUM's duration.
+- ``--vacuum-every K``: the parent also runs ``VACUUM`` on the jobs table, from
+  its own connection, each time K more jobs have been acked, and reports each
+  VACUUM's duration: a fixed cadence to set beside the store's own (ADR 0024).
 
 ``--max-seconds S`` stops a run that cannot finish and reports its whole slices.
 
@@ -376,6 +379,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "ready_index_mib": end["ready_index"] / 2**20,
                 "dead_tup": end["dead"],
                 "autovacuums": end["autovacuums"],
+                "vacuums": end["vacuums"],
                 "machine_cpu_pct": (at[i + 1][2] - at[i][2]) / (at[i + 1][0] - at[i][0]) / NCPU * 100,
             }
         )
@@ -415,7 +419,7 @@ def report(r: dict[str, Any]) -> None:
     print(f"   load average before: {r['load_before']}  after: {r['load_after']}")
     print(
         "slice      jobs/s  capacity  claim p50  claim p99  ack p99  empty claims (mean ms)  backlog"
-        "  heap MiB  idx MiB  ready MiB   dead tup  autovac  machine CPU %"
+        "  heap MiB  idx MiB  ready MiB   dead tup  autovac  vacuum  machine CPU %"
     )
     for x in r["slices"]:
         print(
@@ -423,7 +427,7 @@ def report(r: dict[str, Any]) -> None:
             f" {x['claim_p99_ms']:10.2f} {x['ack_p99_ms']:8.2f}"
             f" {x['empty_claims']:9d} ({x['empty_mean_ms']:6.2f})"
             f"      {x['backlog']:7d} {x['heap_mib']:9.1f} {x['index_mib']:8.1f} {x['ready_index_mib']:10.1f}"
-            f" {x['dead_tup']:10d} {x['autovacuums']:8d} {x['machine_cpu_pct']:14.0f}"
+            f" {x['dead_tup']:10d} {x['autovacuums']:8d} {x['vacuums']:7d} {x['machine_cpu_pct']:14.0f}"
         )
     first, last = r["slices"][0], r["slices"][-1]
     print(
