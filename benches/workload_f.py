@@ -49,9 +49,9 @@ Options that change the server or the table, to back the maintenance decision:
 
 ``--max-seconds S`` stops a run that cannot finish and reports its whole slices.
 
-The default rate, 800 jobs/s, leaves the 2 consumers headroom at the start on
-the 2-core development machine: flooded (``-n 50000 --rate 4000``) they drain
-1,300-1,900 jobs/s there while Postgres and the producer share the cores.
+The default rate, 800 jobs/s, leaves the 2 consumers headroom on the 2-core
+development machine: flooded (``-n 50000 --rate 4000``) they drained 750-1,940
+jobs/s per slice there, with Postgres and the producer on the same cores.
 """
 
 from __future__ import annotations
