@@ -4,8 +4,10 @@ and a done-callback that raises does not cost the pool its thread."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+import weakref
 from concurrent.futures import CancelledError
 from typing import Any
 
@@ -85,3 +87,35 @@ def test_a_raising_callback_is_logged_and_the_pool_thread_goes_on(caplog: pytest
         assert second.wait(5), "the only pool thread survived the raising callback"
     pool.shutdown()
     assert any("done-callback raised" in r.getMessage() for r in caplog.records)
+
+
+def test_a_finished_call_keeps_neither_its_function_nor_its_callback() -> None:
+    # The Worker's in-flight record holds the call, and the call's function and
+    # callback hold the record: kept, that is a cycle per job for the garbage
+    # collector to find.
+    class Record:
+        call: Call[None] | None = None
+
+    def in_flight() -> tuple[weakref.ref[Record], Call[None]]:
+        rec = Record()
+
+        def work() -> None:  # like the Worker's: it refers to the record
+            assert rec is not None
+
+        def done(_: Call[None]) -> None:
+            assert rec is not None
+
+        call: Call[None] = Call(work)
+        rec.call = call
+        call.add_done_callback(done)
+        return weakref.ref(rec), call
+
+    gc.disable()
+    try:
+        ref, call = in_flight()
+        assert ref() is not None, "the call's function and callback hold the record"
+        call.run()
+        del call
+        assert ref() is None, "freed by reference counting alone, with no collection"
+    finally:
+        gc.enable()

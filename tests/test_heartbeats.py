@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from typing import cast
 
 import pytest
@@ -107,3 +108,13 @@ def test_short_jobs_do_not_wake_the_thread_one_by_one() -> None:
     finally:
         del cond.notify
     assert notified <= 1, f"a job due a beat later needs no wake: {notified} notifies"
+
+
+def test_a_removed_entry_lets_go_of_its_job() -> None:
+    # Dead entries wait in the heap until they reach the top or a compaction.
+    job = Beaten()
+    ref = weakref.ref(job)
+    entry = add(job, 30.0)
+    _BEATS.remove(entry)
+    del job
+    assert ref() is None, "the timetable keeps no finished job alive"

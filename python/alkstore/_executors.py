@@ -38,6 +38,11 @@ class Pending(Protocol[T_co]):
 _PENDING, _RUNNING, _FINISHED, _CANCELLED = range(4)
 
 
+def _ran() -> Any:
+    """What a :class:`Call` keeps in place of its function once it ran."""
+    raise RuntimeError("a Call runs once")
+
+
 class Call(Generic[T]):
     """One call on a :class:`ThreadPool`: run once, cancel before it starts,
     one done callback, ``result()`` once done (raising what the call raised,
@@ -63,9 +68,13 @@ class Call(Generic[T]):
             self._value = self._fn()
         except BaseException as exc:  # handed to result(), never lost
             self._error = exc
+        # The function and the callback usually hold what holds this call (the
+        # Worker's in-flight record): dropped once used, no cycle is left for
+        # the garbage collector, which otherwise ran for every few hundred jobs.
+        self._fn = _ran
         with self._lock:
             self._state = _FINISHED
-            callback = self._callback
+            callback, self._callback = self._callback, None
         self._finish(callback)
 
     def cancel(self) -> bool:
@@ -76,7 +85,8 @@ class Call(Generic[T]):
             if self._state == _CANCELLED:
                 return True
             self._state = _CANCELLED
-            callback = self._callback
+            callback, self._callback = self._callback, None
+        self._fn = _ran
         self._finish(callback)
         return True
 

@@ -104,6 +104,7 @@ class _Beats:
         # A beat already on its way only renews a lease the outcome ends.
         with self._cond:
             entry[4] = False
+            entry[2] = None  # a dead entry may wait long for compaction: not with the job
             self._dead += 1
             # Dead entries wait for their due time to be dropped; at thousands
             # of short jobs a second that is a heap mostly of the dead.
@@ -133,9 +134,9 @@ class _Beats:
                     wait = self._heap[0][0] - time.monotonic()
                     if wait <= 0:
                         entry = heapq.heappop(self._heap)
+                        job, every = entry[2], entry[3]  # under the lock: remove() clears the job
                         break
                     self._cond.wait(min(wait, _MIN_BEAT_S))
-            job, every = entry[2], entry[3]
             try:
                 alive = bool(job.heartbeat())
             except Exception:  # a transient database error: try again next beat
