@@ -144,7 +144,7 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_starts_the_task_and_close_ends_it() -> TestResult {
+    fn the_first_claim_starts_the_task_and_a_closed_store_claims_nothing() -> TestResult {
         use alkstore_core::{ClaimOps, Engine};
         let Some(f) = Fixture::new()? else { return Ok(()) };
         assert!(!f.engine.maintaining.load(std::sync::atomic::Ordering::SeqCst), "a store that never claims");

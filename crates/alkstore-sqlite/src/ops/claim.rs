@@ -161,11 +161,7 @@ AND state = 'processing' AND deadline < unixepoch() + ?2)";
 pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
     // At most MAX_BATCH (the Store's range rule), so it fits.
     let limit = n as i64;
-    let mut claimed = if n == 1 {
-        run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)?
-    } else {
-        run(conn, &claim_ready_n(n), params![queue, worker, offset], n)?
-    };
+    let mut claimed = claim_ready(conn, offset, queue, worker, n)?;
     if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
         claimed = atomic(conn, Scope::Own, |c| {
             let now = now(c, offset)?;
@@ -174,6 +170,16 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
         })?;
     }
     Ok(claimed)
+}
+
+/// The claim's fast path alone ([`CLAIM_READY`]): empty also while a lease
+/// has lapsed, which only the full path in [`claim`] takes.
+fn claim_ready(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+    if n == 1 {
+        run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)
+    } else {
+        run(conn, &claim_ready_n(n), params![queue, worker, offset], n)
+    }
 }
 
 /// Runs one claim statement and collects what it returned.
@@ -227,14 +233,7 @@ impl ClaimOps for SqliteEngine {
         self.conns.with_writer(|c| {
             atomic(c, Scope::Own, |c| {
                 let landed = super::handle::ack(c, Scope::Caller, offset, &[done])?;
-                let many;
-                let sql = if n == 1 {
-                    CLAIM_READY_ONE
-                } else {
-                    many = claim_ready_n(n);
-                    &many
-                };
-                Ok((landed, run(c, sql, params![queue, worker_id, offset], n)?))
+                Ok((landed, claim_ready(c, offset, queue, worker_id, n)?))
             })
         })
     }
