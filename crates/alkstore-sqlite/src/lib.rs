@@ -23,6 +23,16 @@ use std::sync::Arc;
 
 use alkstore_core::{Engine, Result};
 
+/// The store's identity as one SQL expression over a row of `__alkstore_meta`
+/// whose key is `store_id`: the random id joined with the main file's path as
+/// the connection's SQLite resolved it. A copied file keeps the id but not the
+/// path (ADR 0015). Defined first: the modules below use it.
+macro_rules! store_identity {
+    () => {
+        "value || char(10) || (SELECT file FROM pragma_database_list WHERE name = 'main')"
+    };
+}
+
 mod conn;
 mod engine;
 mod error;

@@ -18,6 +18,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("migrations/0005_stream_head_follows.sql")),
     (6, include_str!("migrations/0006_unique_pause.sql")),
     (7, include_str!("migrations/0007_completions.sql")),
+    (8, include_str!("migrations/0008_queues.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A
@@ -30,7 +31,12 @@ const READ_VERSION: &str = "SELECT value FROM __alkstore_meta WHERE key = 'schem
 const WRITE_VERSION: &str = "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
      ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
-const READ_STORE_ID: &str = "SELECT value FROM __alkstore_meta WHERE key = 'store_id'";
+/// The store's identity: the id of migration 0004 and the file as SQLite
+/// resolves its path (symlinks and `..` followed), so a copy of the file,
+/// which keeps the id, is still another store. The foreign statements'
+/// guard ([`crate::ops::enqueue::FOREIGN`]) computes the same expression on
+/// the caller's connection.
+const READ_STORE_ID: &str = concat!("SELECT ", store_identity!(), " FROM __alkstore_meta WHERE key = 'store_id'");
 
 /// The store's identity (migration 0004, ADR 0015), read once at open.
 pub(crate) fn store_id(conn: &Connection) -> Result<String> {

@@ -91,9 +91,11 @@ pub trait Engine:
     /// `close`. Called once by [`crate::store::Store::new`].
     fn start_wakes(&self, hub: std::sync::Arc<crate::store::wake::WakeHub>) -> Result<()>;
 
-    /// The store's identity: a random id in its meta table, the same for
-    /// every handle on the store and different for every other store
-    /// (ADR 0015). A statement run on a caller's own connection checks it.
+    /// The store's identity: a random id in its meta table joined with where
+    /// the store lives (SQLite: the file's resolved path; Postgres: the
+    /// database's oid), the same for every handle on the store and different
+    /// for every other store, a copy of this one included (ADR 0015). A
+    /// statement run on a caller's own connection checks it.
     fn store_id(&self) -> &str;
 
     /// Where the store lives, for messages: the SQLite file, or the Postgres

@@ -65,7 +65,8 @@ impl Sql {
                 "{now}, {ev} SELECT seq, NULL::text, {notify}::text AS notified FROM ev",
                 now = now_cte!("$5"),
                 ev = event(&format!(
-                    "{heads} SELECT $2::text, 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text"
+                    "{heads} SELECT $2::text, 1 FROM {s}.meta WHERE key = 'store_id' AND {identity} = $1::text",
+                    identity = crate::migrate::STORE_IDENTITY
                 )),
             ),
             publish: format!(

@@ -42,20 +42,24 @@ pub(crate) const ENQUEUE_UNIQUE: &str = concat!(
 /// `strftime('%s')` for the clock. `$1` store_id, `$2` queue, `$3` visibility
 /// timeout, `$4` backoff base, `$5` retention, `$6` clock offset, `$7` the
 /// jobs (the values: `alkstore_core::foreign_params`). Ids are allocated as `enqueue` does,
-/// one past the highest ever, in input order; the guard on `store_id` makes a
-/// connection to another file insert nothing. A live unique key returns the
+/// one past the highest ever, in input order; the guard on the store's identity
+/// (`store_identity!`) makes a connection to another file, or to a copy of
+/// this one, insert nothing. A live unique key returns the
 /// live row, as in [`ENQUEUE_UNIQUE`].
-pub(crate) const FOREIGN: &str = "\
-INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+pub(crate) const FOREIGN: &str = concat!(
+    "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
 visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key) \
 SELECT b.base + j.key + 1, $2, 'pending', json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), 0, \
 json_extract(j.value, '$[2]'), 0, $3, $4, $5, b.now, coalesce(json_extract(j.value, '$[3]'), \
 b.now + json_extract(j.value, '$[4]')), b.now + json_extract(j.value, '$[5]'), json_extract(j.value, '$[6]') \
 FROM json_each($7) AS j, (SELECT max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), \
 (SELECT hwm FROM __alkstore_ids)) AS base, CAST(strftime('%s', 'now') AS INTEGER) + $6 AS now) AS b \
-WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 \
+WHERE (SELECT ",
+    store_identity!(),
+    " FROM __alkstore_meta WHERE key = 'store_id') = $1 \
 ORDER BY j.key ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL \
-DO UPDATE SET unique_key = excluded.unique_key RETURNING id, unique_key";
+DO UPDATE SET unique_key = excluded.unique_key RETURNING id, unique_key"
+);
 
 /// Inserts `jobs` (non-empty) and returns their ids in order. One job outside
 /// a caller transaction is a single autocommit INSERT; several are one

@@ -30,11 +30,14 @@ VALUES (?1, ?2, ?3, ?4, unixepoch() + ?5)";
 /// enqueue (that connection's SQLite may be older). `$1` store_id, `$2`
 /// stream, `$3` key, `$4` payload, `$5` clock offset
 /// (`alkstore_core::foreign_publish_params`).
-pub(crate) const FOREIGN_PUBLISH: &str = "\
-INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
+pub(crate) const FOREIGN_PUBLISH: &str = concat!(
+    "INSERT INTO __alkstore_stream_events (stream, seq, key, payload, published_at) \
 SELECT $2, coalesce((SELECT last_seq FROM __alkstore_stream_heads WHERE stream = $2), 0) + 1, $3, $4, \
 CAST(strftime('%s', 'now') AS INTEGER) + $5 \
-WHERE (SELECT value FROM __alkstore_meta WHERE key = 'store_id') = $1 RETURNING seq, NULL";
+WHERE (SELECT ",
+    store_identity!(),
+    " FROM __alkstore_meta WHERE key = 'store_id') = $1 RETURNING seq, NULL"
+);
 
 /// Events after `?2`, ascending, at most `?3`: a range scan of the primary key.
 pub(crate) const READ: &str = "\
