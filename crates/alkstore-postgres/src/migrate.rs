@@ -26,6 +26,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("migrations/0005_store_id.sql")),
     (6, include_str!("migrations/0006_unique_pause.sql")),
     (7, include_str!("migrations/0007_completions.sql")),
+    (8, include_str!("migrations/0008_queues.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
@@ -49,9 +50,17 @@ fn render(sql: &str, schema: &str, quoted: &str) -> String {
 /// store with a higher one was written by a newer alkstore and is refused.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
+/// The store's identity as a SQL expression over the `meta` row whose key is
+/// `store_id`: the random id of migration 0005 joined with the oid of the
+/// database it is in, so a database created from this one as a `TEMPLATE`
+/// (which keeps the id) is still another store (ADR 0015). The foreign
+/// statements' guard computes the same on the caller's connection.
+pub(crate) const STORE_IDENTITY: &str =
+    "value || '@' || (SELECT oid::text FROM pg_catalog.pg_database WHERE datname = current_database())";
+
 /// The identity of the store in `schema` (migration 0005, ADR 0015), read once at open.
 pub async fn store_id(client: &ClientWrapper, schema: &str) -> Result<String> {
-    let sql = format!("SELECT value FROM {}.meta WHERE key = 'store_id'", quote_ident(schema));
+    let sql = format!("SELECT {STORE_IDENTITY} FROM {}.meta WHERE key = 'store_id'", quote_ident(schema));
     let row = client.query_opt(&sql, &[]).await.map_err(|e| pg_error(&e))?;
     let row =
         row.ok_or_else(|| Error::database(None, format!("schema {schema} has no store_id row in its meta table")))?;

@@ -129,7 +129,8 @@ pub trait ReadOps {
     /// below `before_id` when given (ADR 0007: for operators, not the hot path).
     fn live_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
 
-    /// Every distinct queue name with a live or a dead row, sorted, the
+    /// Every distinct queue name that ever had a job (even once all its jobs
+    /// are acked), has a live or a dead row, or is paused, sorted, the
     /// engine-owned outbox queues included (ADR 0007). A scan for operators
     /// (`alkstore stats URL`), never on a hot path.
     fn queue_names(&self) -> Result<Vec<String>>;

@@ -212,7 +212,7 @@ impl Store {
         self.engine.live_jobs(queue, limit, before_id)
     }
 
-    /// `store.queues()`: every queue name with a live or dead row, sorted.
+    /// `store.queues()`: every queue that ever had a job or is paused, sorted.
     pub fn queue_names(&self) -> Result<Vec<String>> {
         self.enter(None)?;
         self.engine.queue_names()

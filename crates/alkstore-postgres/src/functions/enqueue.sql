@@ -109,6 +109,7 @@ BEGIN
         visibility_timeout_s, backoff_base_s, NULL, t, t + delay_s, t + expires_s, unique_key)
     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO UPDATE SET unique_key = excluded.unique_key
     RETURNING j.id INTO new_id;
+    INSERT INTO __SCHEMA__.queues (queue, seen_at) VALUES (queue, t) ON CONFLICT DO NOTHING;
     PERFORM pg_notify('__CHANNEL__', queue);
     RETURN new_id;
 END

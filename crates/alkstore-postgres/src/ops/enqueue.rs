@@ -42,32 +42,40 @@ impl Sql {
         let insert_keyed = format!("INSERT INTO {s}.jobs ({cols}, unique_key)");
         let on_key = "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL \
              DO UPDATE SET unique_key = excluded.unique_key";
+        // Registers `$2` among the store's queues (migration 0008): once it is
+        // known, an index probe that writes nothing.
+        let seen = format!(
+            ", seen AS (INSERT INTO {s}.queues (queue, seen_at) SELECT $2::text, t FROM n ON CONFLICT DO NOTHING)"
+        );
+        let identity = crate::migrate::STORE_IDENTITY;
+        let guard = format!("EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'store_id' AND {identity} = $1::text)");
         Sql {
             one: format!(
-                "{NOW} {insert} SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
+                "{NOW}{seen} {insert} SELECT $2::text, 'pending', $3::text, $4::int, 0, $5::bigint, 0, $6::bigint, $7::float8, $8::bigint, \
                  n.t, coalesce($9::bigint, n.t + $10::bigint), n.t + $11::bigint FROM n RETURNING id, {notify}"
             ),
             many: format!(
-                "{NOW} {insert} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, $4::float8, \
+                "{NOW}{seen} {insert} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, $4::float8, \
                  $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s \
                  FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[]) \
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, ord) \
                  ORDER BY u.ord RETURNING id, {notify}"
             ),
             keyed: format!(
-                "{NOW} {insert_keyed} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, \
+                "{NOW}{seen} {insert_keyed} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, \
                  $4::float8, $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s, u.unique_key \
                  FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
                  WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, unique_key, ord) \
                  ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}"
             ),
             foreign: format!(
-                "{now} {insert_keyed} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, \
+                "{now}, seen AS (INSERT INTO {s}.queues (queue, seen_at) SELECT $2::text, t FROM n WHERE {guard} \
+                 ON CONFLICT DO NOTHING) {insert_keyed} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, \
                  $4::float8, $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint, \
                  u.j->>6 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
-                 WHERE EXISTS (SELECT 1 FROM {s}.meta WHERE key = 'store_id' AND value = $1::text) \
+                 WHERE {guard} \
                  ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}::text AS notified",
-                now = now_cte!("$6")
+                now = now_cte!("$6"),
             ),
         }
     }

@@ -23,7 +23,7 @@ pub(crate) struct Sql {
     pub(crate) dead_jobs: String,
     /// Live rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit (ADR 0007).
     pub(crate) live_jobs: String,
-    /// Every queue name with a live or dead row, or paused, sorted (ADR 0007).
+    /// Every queue that ever had a job, has a live or dead row, or is paused, sorted (ADR 0007).
     pub(crate) queue_names: String,
     /// The four counts, the oldest ready age, paused.
     pub(crate) stats: String,
@@ -59,8 +59,8 @@ impl Sql {
             // COLLATE "C" sorts by bytes, as SQLite's BINARY does, so both
             // engines list queues in one order whatever the database locale.
             queue_names: format!(
-                "SELECT queue FROM (SELECT queue FROM {s}.jobs UNION SELECT queue FROM {s}.dead \
-                 UNION SELECT queue FROM {s}.paused) q ORDER BY queue COLLATE \"C\""
+                "SELECT queue FROM (SELECT queue FROM {s}.queues UNION SELECT queue FROM {s}.jobs \
+                 UNION SELECT queue FROM {s}.dead UNION SELECT queue FROM {s}.paused) q ORDER BY queue COLLATE \"C\""
             ),
             stats: format!(
                 "{NOW}, p AS ( \

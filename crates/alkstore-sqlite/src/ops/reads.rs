@@ -45,12 +45,12 @@ pub(crate) const LIVE_JOBS: &str = concat!(
     ", NULL, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 
-/// `queue_names` (ADR 0007): every queue with a live or a dead row, or
-/// paused, sorted by bytes (`BINARY`, as Postgres sorts with `COLLATE "C"`).
-/// `UNION`, not `UNION ALL`, removes duplicates. It scans the job table: for
-/// operators.
-pub(crate) const QUEUE_NAMES: &str = "SELECT queue FROM __alkstore_jobs UNION SELECT queue FROM __alkstore_dead \
-UNION SELECT queue FROM __alkstore_paused ORDER BY queue";
+/// `queue_names` (ADR 0007): every queue that ever had a job (migration
+/// 0008), or with a live or a dead row, or paused, sorted by bytes
+/// (`BINARY`, as Postgres sorts with `COLLATE "C"`). `UNION`, not `UNION
+/// ALL`, removes duplicates. It scans the job table: for operators.
+pub(crate) const QUEUE_NAMES: &str = "SELECT queue FROM __alkstore_queues UNION SELECT queue FROM __alkstore_jobs \
+UNION SELECT queue FROM __alkstore_dead UNION SELECT queue FROM __alkstore_paused ORDER BY queue";
 
 /// `stats` (SPEC §4.4): ready pending (unswept expired included), scheduled,
 /// processing (lapsed included), dead, age of the oldest ready row, paused.
