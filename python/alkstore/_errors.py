@@ -63,11 +63,17 @@ class Fail(AlkstoreError):
 
 
 class DatabaseError(AlkstoreError):
-    """The database refused a statement. ``code`` is the SQLSTATE or SQLite code."""
+    """The database refused a statement. ``code`` is the SQLSTATE or SQLite code.
 
-    def __init__(self, message: str, code: str | None = None) -> None:
+    ``transient`` says whether the same call may succeed when tried again: a
+    lost connection, or contention (``SQLITE_BUSY``, a serialization failure,
+    a deadlock, a server restarting). A Worker retries settling a job on these.
+    """
+
+    def __init__(self, message: str, code: str | None = None, transient: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.transient = transient
 
 
 class ConnectionLost(DatabaseError):

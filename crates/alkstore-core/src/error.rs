@@ -62,6 +62,23 @@ impl Error {
         Error::Database { code: code.into(), message: message.into() }
     }
 
+    /// Whether the same call may succeed if simply tried again: the
+    /// connection was lost, or the database refused for contention — a
+    /// SQLite file whose write lock another connection held past
+    /// `busy_timeout_ms` (`SQLITE_BUSY*`, `SQLITE_LOCKED*`), a Postgres
+    /// serialization failure or deadlock (`40001`, `40P01`), a lock not
+    /// available (`55P03`), a server shutting down or out of connections
+    /// (`57P01`–`57P03`, `53300`), or a connection exception (class `08`).
+    /// A Worker retries a job's ack, retry or fail on these while its lease
+    /// holds, so a succeeded job is not run again for a busy moment.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::ConnectionLost { .. } => true,
+            Error::Database { code: Some(code), .. } => is_transient_code(code),
+            _ => false,
+        }
+    }
+
     /// The refusal of a caller statement that ended the caller's transaction
     /// itself (`COMMIT`, `ROLLBACK`, `END`, …), the same on every engine: the
     /// transaction seam owns the ending, and what follows such a statement
@@ -71,6 +88,14 @@ impl Error {
             "the statement ended the transaction; commit or roll back by leaving the transaction block".into(),
         )
     }
+}
+
+/// [`Error::is_transient`] for one code: a SQLite result code name or a SQLSTATE.
+pub fn is_transient_code(code: &str) -> bool {
+    code.starts_with("SQLITE_BUSY")
+        || code.starts_with("SQLITE_LOCKED")
+        || code.starts_with("08")
+        || matches!(code, "40001" | "40P01" | "55P03" | "57P01" | "57P02" | "57P03" | "53300")
 }
 
 impl fmt::Display for Error {
@@ -95,3 +120,24 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contention_and_lost_connections_are_transient_and_nothing_else_is() {
+        let db = |code: &str| Error::database(Some(code.to_owned()), "x");
+        for code in
+            ["SQLITE_BUSY", "SQLITE_BUSY_SNAPSHOT", "SQLITE_LOCKED", "40001", "40P01", "08006", "57P01", "53300"]
+        {
+            assert!(db(code).is_transient(), "{code}");
+        }
+        for code in ["SQLITE_CONSTRAINT_UNIQUE", "SQLITE_CORRUPT", "SQLITE_READONLY", "23505", "42P01", "22023"] {
+            assert!(!db(code).is_transient(), "{code}");
+        }
+        assert!(Error::ConnectionLost { message: "gone".into() }.is_transient());
+        assert!(!Error::database(None, "no code").is_transient());
+        assert!(!Error::StoreClosed.is_transient());
+    }
+}

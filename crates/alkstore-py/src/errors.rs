@@ -38,8 +38,8 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         Error::StoreClosed => class(py, "StoreClosed")?.call1((msg,))?,
         Error::Transaction(_) => class(py, "TransactionError")?.call1((msg,))?,
         Error::TransactionClosed => class(py, "TransactionClosed")?.call1((msg,))?,
-        Error::Database { code, .. } => class(py, "DatabaseError")?.call1((msg, code.clone()))?,
-        Error::ConnectionLost { .. } => class(py, "ConnectionLost")?.call1((msg, None::<String>))?,
+        Error::Database { code, .. } => class(py, "DatabaseError")?.call1((msg, code.clone(), e.is_transient()))?,
+        Error::ConnectionLost { .. } => class(py, "ConnectionLost")?.call1((msg, None::<String>, true))?,
     };
     Ok(PyErr::from_value(instance))
 }

@@ -70,6 +70,20 @@ pub fn entering_or_park() -> Entering {
     }
 }
 
+/// `py.detach(f)` for every call into the store: when the interpreter began
+/// to exit while `f` ran, the thread parks instead of re-attaching (a daemon
+/// thread — a Worker's handler or heartbeat thread — can be inside an ack or
+/// a heartbeat when the main thread closes the store and returns).
+#[inline]
+pub fn detach<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
+    let (r, entering) = py.detach(|| {
+        let r = f();
+        (r, entering_or_park())
+    });
+    drop(entering);
+    r
+}
+
 /// Whether waits should end rather than go on: the interpreter is exiting.
 pub fn exiting() -> bool {
     shut_out()

@@ -73,12 +73,13 @@ pub(crate) fn run(
             let rows: Rows = adapter.call_method1("run", (sql, params))?.extract()?;
             let theirs =
                 if rows.len() == n { None } else { Some(adapter.call_method0("location")?.extract::<String>()?) };
-            landing.land(py, rows, theirs)
+            let aborted = adapter.getattr("aborted")?.extract::<bool>()?;
+            landing.land(py, rows, theirs, aborted)
         }
         Call::Async => {
             let land = PyCFunction::new_closure(py, None, None, move |args: &Bound<'_, PyTuple>, _| {
-                let (rows, theirs): (Rows, Option<String>) = args.extract()?;
-                landing.land(args.py(), rows, theirs)
+                let (rows, theirs, aborted): (Rows, Option<String>, bool) = args.extract()?;
+                landing.land(args.py(), rows, theirs, aborted)
             })?;
             let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, sql, params, n, land))?;
             Ok(coro.unbind())
@@ -133,14 +134,22 @@ struct Landing {
 }
 
 impl Landing {
-    /// `theirs` names the caller's database; it is asked for only when rows are missing.
-    fn land(&self, py: Python<'_>, rows: Rows, theirs: Option<String>) -> PyResult<Py<PyAny>> {
+    /// `theirs` names the caller's database; it is asked for only when rows
+    /// are missing. `aborted`: the statement failed there (the store's tables
+    /// are missing), and on Postgres that aborted the caller's transaction.
+    fn land(&self, py: Python<'_>, rows: Rows, theirs: Option<String>, aborted: bool) -> PyResult<Py<PyAny>> {
         match self.call.land(rows) {
             Some(ids) => shaped(py, ids, self.shape),
             None => {
                 let theirs = theirs.unwrap_or_else(|| "another database".into());
+                let aborted = if aborted {
+                    "; the failed statement aborted the transaction on that connection: \
+                     roll it back before using the connection again"
+                } else {
+                    ""
+                };
                 Err(Error::Transaction(format!(
-                    "conn= reaches {theirs}, not this store ({}): nothing was written",
+                    "conn= reaches {theirs}, not this store ({}): nothing was written{aborted}",
                     self.store.engine().location()
                 )))
                 .py()

@@ -9,6 +9,7 @@ use pyo3::types::PyType;
 
 use crate::convert::{opt_duration, to_datetime, to_opt_datetime};
 use crate::errors::IntoPyResult;
+use crate::exit;
 use crate::json;
 use crate::tx::{run, Transaction};
 
@@ -154,7 +155,7 @@ impl JobHandle {
     #[pyo3(signature = (extend=None))]
     fn heartbeat(&self, py: Python<'_>, extend: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let e = opt_duration(extend, "extend")?;
-        let r = py.detach(|| self.store.heartbeat(&self.claimed, e)).py()?;
+        let r = exit::detach(py, || self.store.heartbeat(&self.claimed, e)).py()?;
         if let Some(d) = r {
             self.deadline.store(d, Ordering::Relaxed);
         }
@@ -163,7 +164,7 @@ impl JobHandle {
 
     /// Back to pending now with the attempt refunded (for shutdown).
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
-        let landed = py.detach(|| self.store.release(&self.claimed)).py()?;
+        let landed = exit::detach(py, || self.store.release(&self.claimed)).py()?;
         Ok(self.note(landed, RELEASED))
     }
 

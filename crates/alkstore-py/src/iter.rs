@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyTuple, PyType};
 
 use crate::errors::IntoPyResult;
+use crate::exit;
 use crate::handle::JobHandle;
 use crate::stop::StopToken;
 use crate::wait::{self, blocking};
@@ -179,7 +180,7 @@ impl Drop for JobIterator {
             return;
         }
         // Detached when we can: a release waits for the database.
-        if Python::try_attach(|py| py.detach(|| self.shut())).is_none() {
+        if Python::try_attach(|py| exit::detach(py, || self.shut())).is_none() {
             let _ = self.shut();
         }
     }
@@ -218,7 +219,7 @@ impl JobIterator {
     /// Ends the iteration; jobs claimed but not handed out go back to
     /// pending with their attempt refunded. Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.shut()).py()
+        exit::detach(py, || self.shut()).py()
     }
 
     /// The asyncio twin of `close` (for `contextlib.aclosing`).

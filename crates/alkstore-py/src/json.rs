@@ -3,8 +3,8 @@
 //! Encoding walks the Python object in Rust and writes JSON text with the
 //! exact semantics the contract promises — `json.loads(json.dumps(p))` — plus
 //! the stricter rules: dict keys must be `str` (TypeError), NaN/Infinity are
-//! refused (ValueError). Decoding calls CPython's own `json.loads`, the exact
-//! inverse of what we write, implemented in C.
+//! refused (ValueError). Decoding calls CPython's own JSON scanner, the C
+//! half of `json.loads`, the exact inverse of what we write.
 
 use std::fmt::Write;
 
@@ -17,6 +17,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 const MAX_DEPTH: usize = 500;
 
 static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// `json.loads`' own C scanner (`_json.make_scanner` over a default
+/// decoder), when the interpreter has one.
+static SCAN: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 /// Encodes `obj` as JSON text.
 pub fn encode(obj: &Bound<'_, PyAny>) -> PyResult<String> {
@@ -26,7 +29,33 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// Decodes JSON text written by [`encode`].
+///
+/// Through the C scanner `json.loads` itself ends in, called directly: the
+/// same values, and no Python code runs. That matters to a Worker's daemon
+/// threads, which decode payloads while the main thread may be finalizing
+/// the interpreter: Python code can hand the GIL over midway, and a thread
+/// taking it back then is ended by CPython with a Rust frame on its stack,
+/// which aborts the process. Anything the scanner does not take whole
+/// (leading space, trailing text, bad JSON) goes to `json.loads` for its
+/// value or its error.
 pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
+    let scan = SCAN.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
+        let make = py.import("json.scanner")?.getattr("c_make_scanner")?;
+        if make.is_none() {
+            return Ok(None);
+        }
+        let decoder = py.import("json.decoder")?.getattr("JSONDecoder")?.call0()?;
+        Ok(Some(make.call1((decoder,))?.unbind()))
+    })?;
+    if let Some(scan) = scan {
+        if let Ok(found) = scan.bind(py).call1((text, 0)) {
+            let (value, end): (Bound<'_, PyAny>, usize) = found.extract()?;
+            let chars = if text.is_ascii() { text.len() } else { text.chars().count() };
+            if end == chars {
+                return Ok(value.unbind());
+            }
+        }
+    }
     let loads = LOADS.get_or_try_init(py, || py.import("json")?.getattr("loads").map(Bound::unbind))?;
     Ok(loads.bind(py).call1((text,))?.unbind())
 }

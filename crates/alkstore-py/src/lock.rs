@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 use crate::convert::duration;
 use crate::errors::IntoPyResult;
+use crate::exit;
 
 /// A lease on `name` for `owner`: `with store.lock(...) as lock:` acquires
 /// (or raises `LockHeld`) and releases on exit. Lock objects with the same
@@ -58,18 +59,18 @@ impl Lock {
 
     /// Extends the lease to `now + ttl_s`; False once it lapsed or was taken.
     fn renew(&self, py: Python<'_>) -> PyResult<bool> {
-        py.detach(|| self.store.lock_renew(&self.name, &self.owner, self.ttl_s)).py()
+        exit::detach(py, || self.store.lock_renew(&self.name, &self.owner, self.ttl_s)).py()
     }
 
     fn __enter__(slf: &Bound<'_, Self>) -> PyResult<Py<Self>> {
         let me = slf.get();
-        slf.py().detach(|| me.store.lock_acquire(&me.name, &me.owner, me.ttl_s)).py()?;
+        exit::detach(slf.py(), || me.store.lock_acquire(&me.name, &me.owner, me.ttl_s)).py()?;
         Ok(slf.clone().unbind())
     }
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
-        py.detach(|| self.store.lock_release(&self.name, &self.owner)).py()?;
+        exit::detach(py, || self.store.lock_release(&self.name, &self.owner)).py()?;
         Ok(false)
     }
 

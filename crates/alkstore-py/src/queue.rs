@@ -12,6 +12,7 @@ use pyo3::types::{PyList, PyString};
 
 use crate::convert::{instant, int_in, integer, items, opt_duration, type_name, Int};
 use crate::errors::IntoPyResult;
+use crate::exit;
 use crate::foreign::{self, Call, Shape};
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
@@ -440,7 +441,7 @@ impl Queue {
             return Err(PyValueError::new_err("job was claimed through another store"));
         }
         let done = h.claimed();
-        let (landed, claimed) = py.detach(|| self.store.ack_then_claim(done, &self.name, worker_id, n)).py()?;
+        let (landed, claimed) = exit::detach(py, || self.store.ack_then_claim(done, &self.name, worker_id, n)).py()?;
         Ok((h.note_acked(landed), self.handles(claimed)))
     }
 
@@ -460,23 +461,23 @@ impl Queue {
 
     /// Moves expired rows to dead and purges dead rows past retention.
     fn sweep_expired(&self, py: Python<'_>) -> PyResult<Swept> {
-        Ok(py.detach(|| self.store.sweep_expired(&self.name)).py()?.into())
+        Ok(exit::detach(py, || self.store.sweep_expired(&self.name)).py()?.into())
     }
 
     /// Claims of this queue hand out nothing, in every process, until
     /// `resume()`; everything else goes on. Idempotent.
     fn pause(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.store.pause(&self.name)).py()
+        exit::detach(py, || self.store.pause(&self.name)).py()
     }
 
     /// Claims hand out jobs again, and waiting claimers wake. Idempotent.
     fn resume(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| self.store.resume(&self.name)).py()
+        exit::detach(py, || self.store.resume(&self.name)).py()
     }
 
     /// Whether the queue is paused.
     fn is_paused(&self, py: Python<'_>) -> PyResult<bool> {
-        py.detach(|| self.store.is_paused(&self.name)).py()
+        exit::detach(py, || self.store.is_paused(&self.name)).py()
     }
 
     /// Dead jobs back to pending, ready now, attempts 0, in one transaction:
@@ -514,7 +515,7 @@ impl Queue {
 
     /// Counts of this queue's jobs by state.
     fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
-        Ok(py.detach(|| self.store.stats(&self.name)).py()?.into())
+        Ok(exit::detach(py, || self.store.stats(&self.name)).py()?.into())
     }
 
     /// Dead jobs, newest first; `before_id` pages.
@@ -522,7 +523,7 @@ impl Queue {
     fn dead_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
         let limit = batch_size("limit", &limit).py()?;
         let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
-        let rows = py.detach(|| self.store.dead_jobs(&self.name, limit, before_id)).py()?;
+        let rows = exit::detach(py, || self.store.dead_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 
@@ -531,7 +532,7 @@ impl Queue {
     fn live_jobs<'py>(&self, py: Python<'py>, limit: Int, before_id: Option<Int>) -> PyResult<Bound<'py, PyList>> {
         let limit = batch_size("limit", &limit).py()?;
         let before_id = before_id.map(|b| b.get("before_id")).transpose()?;
-        let rows = py.detach(|| self.store.live_jobs(&self.name, limit, before_id)).py()?;
+        let rows = exit::detach(py, || self.store.live_jobs(&self.name, limit, before_id)).py()?;
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 

@@ -17,6 +17,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 use crate::catalog::{CompletionCount, LockInfo, StreamInfo};
 use crate::convert::{integer, number};
 use crate::errors::IntoPyResult;
+use crate::exit;
 use crate::lock::Lock;
 use crate::queue::Queue;
 use crate::schedule::{Priority, Schedule, ScheduleArgs};
@@ -97,11 +98,11 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
     let (engine, options): (PyResult<Arc<dyn Engine>>, OpenOptions) = match &parsed {
         Target::Sqlite(p) => {
             let o = parse_options::<SqliteOptions>(&opts, engines).py()?;
-            (py.detach(|| alkstore_sqlite::open(p, &o)).py(), o.common)
+            (exit::detach(py, || alkstore_sqlite::open(p, &o)).py(), o.common)
         }
         Target::Postgres(u) => {
             let o = parse_options::<PgOptions>(&opts, engines).py()?;
-            (py.detach(|| alkstore_postgres::open(u, &o)).py(), o.common)
+            (exit::detach(py, || alkstore_postgres::open(u, &o)).py(), o.common)
         }
     };
     let engine = engine?;
@@ -149,7 +150,7 @@ impl Store {
     /// for operators and the CLI, not for the hot path.
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = self.inner.clone();
-        py.detach(move || inner.queue_names()).py()
+        exit::detach(py, move || inner.queue_names()).py()
     }
 
     /// An outbox (SPEC §7): `alkstore.Outbox` over the queue
@@ -228,14 +229,14 @@ impl Store {
     /// offset tables, never of the events).
     fn streams(&self, py: Python<'_>) -> PyResult<Vec<StreamInfo>> {
         let inner = self.inner.clone();
-        let rows = py.detach(move || inner.streams()).py()?;
+        let rows = exit::detach(py, move || inner.streams()).py()?;
         rows.into_iter().map(|s| StreamInfo::new(py, s)).collect()
     }
 
     /// Every lease row by name, lapsed ones and the scheduler's leadership included.
     fn locks(&self, py: Python<'_>) -> PyResult<Vec<LockInfo>> {
         let inner = self.inner.clone();
-        let rows = py.detach(move || inner.locks()).py()?;
+        let rows = exit::detach(py, move || inner.locks()).py()?;
         rows.into_iter().map(|l| LockInfo::new(py, l)).collect()
     }
 
@@ -246,7 +247,7 @@ impl Store {
     #[pyo3(signature = (minutes=60))]
     fn completions(&self, py: Python<'_>, minutes: i64) -> PyResult<Vec<CompletionCount>> {
         let inner = self.inner.clone();
-        let rows = py.detach(move || inner.completions(minutes)).py()?;
+        let rows = exit::detach(py, move || inner.completions(minutes)).py()?;
         rows.into_iter().map(|c| CompletionCount::new(py, c)).collect()
     }
 
@@ -291,7 +292,7 @@ impl Store {
     /// Closes the store; idempotent.
     fn close(&self, py: Python<'_>) {
         let inner = self.inner.clone();
-        py.detach(move || inner.close());
+        exit::detach(py, move || inner.close());
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

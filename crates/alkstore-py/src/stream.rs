@@ -10,6 +10,7 @@ use pyo3::types::PyList;
 use crate::convert::Int;
 use crate::errors::IntoPyResult;
 use crate::event::Event;
+use crate::exit;
 use crate::foreign::{self, Call, Shape};
 use crate::json;
 use crate::stop::StopToken;
@@ -143,7 +144,7 @@ impl Stream {
     /// Deletes the events with an offset below `offset`; returns how many.
     fn trim_to(&self, py: Python<'_>, offset: Int) -> PyResult<i64> {
         let offset = offset.get("offset")?;
-        py.detach(|| self.store.trim_to(&self.name, offset)).py()
+        exit::detach(py, || self.store.trim_to(&self.name, offset)).py()
     }
 
     fn __repr__(&self) -> String {

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use crate::errors::IntoPyResult;
+use crate::exit;
 
 enum Phase {
     /// Created, `with` not entered yet.
@@ -36,7 +37,7 @@ impl Transaction {
         py: Python<'_>,
         f: impl FnOnce(&mut TxSession) -> alkstore_core::Result<T> + Send,
     ) -> PyResult<T> {
-        py.detach(|| match &mut *self.phase.lock() {
+        exit::detach(py, || match &mut *self.phase.lock() {
             Phase::Open(s) => f(s),
             Phase::Fresh => Err(Error::Transaction("use the transaction inside its `with` block".into())),
             Phase::Ended => Err(Error::TransactionClosed),
@@ -60,7 +61,7 @@ pub(crate) fn run<T: Send>(
             }
             t.with_session(py, |s| f(Some(s)))
         }
-        None => py.detach(|| f(None)).py(),
+        None => exit::detach(py, || f(None)).py(),
     }
 }
 
@@ -113,7 +114,7 @@ impl Transaction {
         let py = slf.py();
         let this = slf.get();
         let store = this.store.clone();
-        py.detach(|| {
+        exit::detach(py, || {
             let mut phase = this.phase.lock();
             match &*phase {
                 Phase::Fresh => {
@@ -138,7 +139,7 @@ impl Transaction {
         _tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let failed = exc_type.is_some_and(|t| !t.is_none());
-        py.detach(|| {
+        exit::detach(py, || {
             let mut phase = self.phase.lock();
             let Phase::Open(mut session) = std::mem::replace(&mut *phase, Phase::Ended) else {
                 return Ok(());
