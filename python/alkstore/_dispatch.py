@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
-from alkstore._errors import AlkstoreError, DatabaseError, Fail
+from alkstore._errors import AlkstoreError, DatabaseError, Fail, StoreClosed
 from alkstore._executors import Escaped, LoopThread, Pending, ThreadPool
 from alkstore._tally import Tally
 
@@ -149,8 +149,10 @@ class Run:
         grace_s: float,
         tally: Tally,
         telemetry: Telemetry | None = None,
+        closed: Callable[[], bool] = lambda: False,
     ) -> None:
         self.halt = StopToken()
+        self._closed = closed  # whether the store was closed
         self._worker_id = worker_id
         self._handlers = list(handlers)
         self._concurrency = concurrency
@@ -208,6 +210,8 @@ class Run:
     def _wait_for_slot(self) -> bool:
         with self._cond:
             while len(self._inflight) >= self._concurrency and not self.halt.stopped:
+                if self._closed():  # every slot busy: no claim would meet the closed store
+                    raise StoreClosed("the store is closed")
                 self._cond.wait(SLICE_S)
         return not self.halt.stopped
 
@@ -314,18 +318,22 @@ class Run:
         fut: Pending[_runner.Outcome]
         if h.is_async:
             assert self._loop is not None
+            retried = self._tally.settle_retried
             if span is None:
-                fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j)))
+                fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j), retried))
             else:
-                fut = self._loop.submit(_runner.run_async(job, lambda j: span.run_async(_call_async(fn, j))))
+                fut = self._loop.submit(
+                    _runner.run_async(job, lambda j: span.run_async(_call_async(fn, j)), retried)
+                )
         else:
             assert self._pool is not None
             ack = self._ack_then_claim(rec)
+            retried = self._tally.settle_retried
             if span is None:
-                fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack))
+                fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried))
             else:
                 fut = self._pool.submit(
-                    lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)), ack)
+                    lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried)
                 )
         rec.future = fut
         fut.add_done_callback(lambda f: self._done(seq, rec, f, h))
@@ -420,6 +428,11 @@ class Run:
         the outcome's own database call failed. Retry on the curve if we can."""
         if isinstance(exc, Escaped):
             exc = exc.original
+        if isinstance(exc, StoreClosed):
+            # The store was closed under the run: the drain says so once for
+            # every job, and nothing can land. The job stays processing until
+            # its lease lapses, then runs again.
+            return "lost"
         log.error("job %d of %r: %r escaped the handler", job.id, job.queue, exc)
         try:
             return _kind("retried", job) if job.retry(repr(exc)) else "lost"
@@ -472,7 +485,13 @@ class Run:
             self._loop.shutdown()
         if self._pool is not None:
             self._pool.shutdown()
-        if stuck:
+        if closed:
             log.warning(
-                "%d job(s) had not finished %.0f s after the stop; released them", len(stuck), self._grace_s
+                "the store was closed while the worker ran%s; the worker stopped",
+                f": {len(stuck)} running job(s) stay processing until their leases lapse, then run again"
+                if stuck
+                else "",
             )
+        elif stuck:
+            waited = "the second stop" if self._hurry else f"{self._grace_s:.0f} s after the stop"
+            log.warning("%d job(s) had not finished %s; released them", len(stuck), waited)

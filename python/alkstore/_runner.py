@@ -20,6 +20,12 @@ heartbeat thread per process serves every running job from a timetable
 claim and ack). A heartbeat that is refused (the lease lapsed or the job was
 cancelled) ends that job's beats; the outcome's op then returns False and
 changes nothing.
+
+Settling is tried again when it fails for a moment (``DatabaseError.transient``:
+a SQLite file whose write lock the application held past ``busy_timeout_ms``,
+a lost Postgres connection), with heartbeats going on, for as long as the
+lease may hold: a job whose work succeeded is not run again, nor dead-lettered
+at its last attempt, for a busy second. Only a lost lease ends that.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import asyncio
 import contextlib
 import heapq
 import itertools
+import logging
 import os
 import threading
 import time
@@ -37,9 +44,9 @@ from typing import Any, Literal
 
 from alkstore._aio import release
 from alkstore._core import JobHandle
-from alkstore._errors import Fail
+from alkstore._errors import DatabaseError, Fail, StoreClosed
 
-__all__ = ["Ack", "Outcome", "heartbeating", "run_async", "run_sync", "settle"]
+__all__ = ["Ack", "OnRetry", "Outcome", "heartbeating", "run_async", "run_sync", "settle"]
 
 Outcome = Literal["acked", "retried", "failed", "released", "lost"]
 
@@ -53,6 +60,16 @@ _SETTLED: dict[str | None, Outcome] = {
 
 #: Never heartbeat more often than this, whatever the lease.
 _MIN_BEAT_S = 1.0
+#: The first pause before settling again after a transient error; it doubles
+#: up to the second, and the heartbeats go on meanwhile.
+_SETTLE_PAUSE_S = 0.05
+_SETTLE_PAUSE_MAX_S = 1.0
+
+log = logging.getLogger("alkstore.worker")
+
+# The slots of a timetable entry (a list, so the heap orders entries by due
+# time, then by sequence number).
+_DUE, _SEQ, _JOB, _EVERY, _LIVE, _RENEWED, _REFUSED = range(7)
 
 
 def _beat_interval(job: JobHandle) -> float:
@@ -65,8 +82,8 @@ class _Beats:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        # [due, seq, job, every, live]: ordered by due; a removed entry is
-        # marked dead and dropped when it reaches the top.
+        # Entries (the _DUE… slots): ordered by due time; a removed entry
+        # is marked dead and dropped when it reaches the top.
         self._heap: list[list[Any]] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
@@ -86,7 +103,10 @@ class _Beats:
         self._parked = False
 
     def add(self, job: JobHandle, every: float) -> list[Any]:
-        entry = [time.monotonic() + every, next(self._seq), job, every, True]
+        now = time.monotonic()
+        # _RENEWED: when the lease was last known to hold (the claim, then
+        # each heartbeat that landed); _REFUSED: a heartbeat said it no longer does.
+        entry = [now + every, next(self._seq), job, every, True, now, False]
         with self._cond:
             heapq.heappush(self._heap, entry)
             if self._thread is None:
@@ -103,13 +123,13 @@ class _Beats:
     def remove(self, entry: list[Any]) -> None:
         # A beat already on its way only renews a lease the outcome ends.
         with self._cond:
-            entry[4] = False
-            entry[2] = None  # a dead entry may wait long for compaction: not with the job
+            entry[_LIVE] = False
+            entry[_JOB] = None  # a dead entry may wait long for compaction: not with the job
             self._dead += 1
             # Dead entries wait for their due time to be dropped; at thousands
             # of short jobs a second that is a heap mostly of the dead.
             if self._dead > 1024 and self._dead * 2 > len(self._heap):
-                self._heap = [e for e in self._heap if e[4]]
+                self._heap = [e for e in self._heap if e[_LIVE]]
                 heapq.heapify(self._heap)
                 self._dead = 0
 
@@ -118,7 +138,7 @@ class _Beats:
         while True:
             with self._cond:
                 while True:
-                    while self._heap and not self._heap[0][4]:
+                    while self._heap and not self._heap[0][_LIVE]:
                         heapq.heappop(self._heap)
                         self._dead = max(0, self._dead - 1)
                     if not self._heap:
@@ -131,18 +151,24 @@ class _Beats:
                         idle = not idle
                         continue
                     idle = False
-                    wait = self._heap[0][0] - time.monotonic()
+                    wait = self._heap[0][_DUE] - time.monotonic()
                     if wait <= 0:
                         entry = heapq.heappop(self._heap)
-                        job, every = entry[2], entry[3]  # under the lock: remove() clears the job
+                        job, every = entry[_JOB], entry[_EVERY]  # under the lock: remove() clears the job
                         break
                     self._cond.wait(min(wait, _MIN_BEAT_S))
             try:
                 alive = bool(job.heartbeat())
+                if alive:
+                    entry[_RENEWED] = time.monotonic()
+                else:
+                    entry[_REFUSED] = True
+            except StoreClosed:  # nothing can land any more: no beats either
+                alive = False
             except Exception:  # a transient database error: try again next beat
                 alive = True
-            if alive and entry[4]:
-                entry[0] = time.monotonic() + every
+            if alive and entry[_LIVE]:
+                entry[_DUE] = time.monotonic() + every
                 with self._cond:
                     heapq.heappush(self._heap, entry)
 
@@ -167,18 +193,82 @@ def heartbeating(job: JobHandle) -> Iterator[None]:
 Ack = Callable[[JobHandle], "bool | None"]
 
 
-def settle(job: JobHandle, error: BaseException | None, ack: Ack | None = None) -> Outcome:
-    """Records the outcome of running ``job``: ack, fail or retry."""
+#: Called once per settle tried again after a transient error (the Worker counts them).
+OnRetry = Callable[[], None]
+
+
+def _may_hold(job: JobHandle, beat: list[Any] | None) -> bool:
+    """Whether ``job``'s lease may still hold: no heartbeat was refused and
+    the last one that landed (or the claim) is less than a lease ago."""
+    if beat is None or beat[_REFUSED]:
+        return False
+    return time.monotonic() - beat[_RENEWED] < job._lease_s
+
+
+def _land(
+    what: str, op: Callable[[], bool], job: JobHandle, beat: list[Any] | None, on_retry: OnRetry | None
+) -> bool:
+    """Runs the settling ``op``, again after each transient error while the
+    lease may hold; False once it cannot hold any more (the job is lost)."""
+    pause = _SETTLE_PAUSE_S
+    tries = 0
+    while True:
+        try:
+            landed = op()
+        except DatabaseError as exc:
+            if not exc.transient:
+                raise
+            if not _may_hold(job, beat):
+                log.error(
+                    "job %d of %r: the %s failed (%s) until its lease could no longer hold; "
+                    "it will run again once the lease lapses",
+                    job.id,
+                    job.queue,
+                    what,
+                    exc,
+                )
+                return False
+            tries += 1
+            if tries == 1:
+                log.warning(
+                    "job %d of %r: the %s failed for now (%s); trying again while its lease holds",
+                    job.id,
+                    job.queue,
+                    what,
+                    exc,
+                )
+            if on_retry is not None:
+                on_retry()
+            time.sleep(pause)
+            pause = min(pause * 2, _SETTLE_PAUSE_MAX_S)
+            continue
+        if tries:
+            log.info("job %d of %r: the %s landed after %d more tries", job.id, job.queue, what, tries)
+        return landed
+
+
+def settle(
+    job: JobHandle,
+    error: BaseException | None,
+    ack: Ack | None = None,
+    beat: list[Any] | None = None,
+    on_retry: OnRetry | None = None,
+) -> Outcome:
+    """Records the outcome of running ``job``: ack, fail or retry. ``beat``,
+    the job's heartbeat entry (still beating), lets a transient failure be
+    tried again while the lease may hold."""
     outcome: Outcome
     if error is None:
         landed = None if ack is None else ack(job)
         if landed is None:
-            landed = job.ack()
+            landed = _land("ack", job.ack, job, beat, on_retry)
         outcome = "acked"
     elif isinstance(error, Fail):
-        landed, outcome = job.fail(str(error)), "failed"
+        message = str(error)
+        landed, outcome = _land("fail", lambda: job.fail(message), job, beat, on_retry), "failed"
     else:
-        landed, outcome = job.retry(repr(error)), "retried"
+        message = repr(error)
+        landed, outcome = _land("retry", lambda: job.retry(message), job, beat, on_retry), "retried"
     if landed:
         return outcome
     # Nothing left to settle: the code did it through this handle (its
@@ -189,23 +279,29 @@ def settle(job: JobHandle, error: BaseException | None, ack: Ack | None = None) 
     return _SETTLED.get(job._settled, "lost")
 
 
-def run_sync(job: JobHandle, fn: Callable[[JobHandle], Any], ack: Ack | None = None) -> Outcome:
+def run_sync(
+    job: JobHandle, fn: Callable[[JobHandle], Any], ack: Ack | None = None, on_retry: OnRetry | None = None
+) -> Outcome:
     """Runs ``fn(job)`` with heartbeats and settles the job by its outcome
-    (a return acks through ``ack`` when given)."""
+    (a return acks through ``ack`` when given); the heartbeats go on until
+    the outcome landed."""
     # heartbeating() spelled out: this runs once per job on the Worker's hot path.
     entry = _BEATS.add(job, _beat_interval(job))
     try:
-        fn(job)
-    except Exception as exc:
-        error: BaseException | None = exc
-    else:
-        error = None
+        try:
+            fn(job)
+        except Exception as exc:
+            error: BaseException | None = exc
+        else:
+            error = None
+        return settle(job, error, ack, entry, on_retry)
     finally:
         _BEATS.remove(entry)
-    return settle(job, error, ack)
 
 
-async def run_async(job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]]) -> Outcome:
+async def run_async(
+    job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]], on_retry: OnRetry | None = None
+) -> Outcome:
     """The asyncio twin of :func:`run_sync`; database calls leave the loop free.
 
     Cancelled while ``fn`` runs, it gives the job back (pending at once,
@@ -213,7 +309,8 @@ async def run_async(job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]]) -
     and it would sit leased to nobody until the lease lapsed.
     """
     loop = asyncio.get_running_loop()
-    with heartbeating(job):
+    entry = _BEATS.add(job, _beat_interval(job))
+    try:
         try:
             await fn(job)
         except asyncio.CancelledError:
@@ -225,4 +322,6 @@ async def run_async(job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]]) -
             error: BaseException | None = exc
         else:
             error = None
-    return await loop.run_in_executor(None, settle, job, error)
+        return await loop.run_in_executor(None, settle, job, error, None, entry, on_retry)
+    finally:
+        _BEATS.remove(entry)

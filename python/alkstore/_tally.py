@@ -17,7 +17,9 @@ class WorkerCounts:
     the job's last attempt. ``released``: still running at shutdown, given back
     with the attempt refunded. ``lost``: the outcome did not land because the
     lease had lapsed or the job was cancelled (it may run again elsewhere).
-    ``in_flight``: handlers running now.
+    ``in_flight``: handlers running now. ``settle_retries``: how many times an
+    ack, retry or fail that failed for a moment (``DatabaseError.transient``,
+    e.g. SQLite busy) was tried again while the job's lease held.
     """
 
     acked: int = 0
@@ -26,12 +28,14 @@ class WorkerCounts:
     released: int = 0
     lost: int = 0
     in_flight: int = 0
+    settle_retries: int = 0
 
     def line(self) -> str:
         """A one-line summary, e.g. for a status line."""
         return (
             f"{self.acked} acked, {self.retried} retried, {self.dead} dead, "
             f"{self.released} released, {self.lost} lost, {self.in_flight} in flight"
+            + (f", {self.settle_retries} settle retries" if self.settle_retries else "")
         )
 
 
@@ -42,11 +46,17 @@ class Tally:
         self._lock = threading.Lock()
         self._counts = {"acked": 0, "retried": 0, "dead": 0, "released": 0, "lost": 0}
         self._in_flight = 0
+        self._settle_retries = 0
 
     def add(self, outcome: str) -> None:
         """Counts one ``acked`` / ``retried`` / ``dead`` / ``released`` / ``lost``."""
         with self._lock:
             self._counts[outcome] += 1
+
+    def settle_retried(self) -> None:
+        """Counts one settle tried again after a transient error."""
+        with self._lock:
+            self._settle_retries += 1
 
     def started(self) -> None:
         with self._lock:
@@ -58,4 +68,4 @@ class Tally:
 
     def snapshot(self) -> WorkerCounts:
         with self._lock:
-            return WorkerCounts(in_flight=self._in_flight, **self._counts)
+            return WorkerCounts(in_flight=self._in_flight, settle_retries=self._settle_retries, **self._counts)

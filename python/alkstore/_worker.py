@@ -246,6 +246,7 @@ class Worker:
         with self._lock:
             if self._run is not None:
                 raise RuntimeError("this worker is already running")
+            store = self._store
             run = self._run = Run(
                 self._worker_id,
                 list(self._handlers.values()),
@@ -253,6 +254,7 @@ class Worker:
                 self._grace_s,
                 self._tally,
                 self._telemetry,
+                closed=lambda: store.closed,
             )
         watcher = _watch(stop, run) if stop is not None else None
         try:
