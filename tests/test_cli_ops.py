@@ -83,11 +83,9 @@ def interrupted_after(argv: list[str], done: int) -> tuple[int, str, str]:
 def test_pause_and_resume_are_seen_by_every_handle(target: Target, store: Store) -> None:
     q = store.queue("emails")
     q.enqueue({"to": "ada"})
-    assert json_out(cli("pause", *store_args(target), "emails", "--json")) == {
-        "queue": "emails",
-        "paused": True,
-        "was_paused": False,
-    }
+    paused = cli("pause", *store_args(target), "emails", "--json")
+    assert json_out(paused) == {"queue": "emails", "paused": True, "was_paused": False, "seen": True}
+    assert paused.stderr == "", "a queue with jobs is paused without a warning"
     assert q.is_paused() and q.claim("w") is None
     again = cli("pause", *store_args(target), "emails")
     assert again.returncode == 0 and again.stdout.strip() == "'emails' was already paused"
@@ -107,8 +105,9 @@ def test_pause_and_resume_are_seen_by_every_handle(target: Target, store: Store)
 
 
 def test_a_queue_with_no_jobs_can_be_paused_and_is_listed(target: Target, store: Store) -> None:
-    r = cli("pause", *store_args(target), "later")
+    r = cli("pause", *store_args(target), "later", "--create")
     assert r.returncode == 0, r.stderr
+    assert r.stderr == "", "--create: meant, so no warning"
     assert r.stdout.startswith("paused 'later': workers claim none of its jobs")
     assert store.queues() == ["later"] and store.queue("later").is_paused()
     rows = json_out(cli("stats", *store_args(target), "--json"))
@@ -123,6 +122,30 @@ def test_a_queue_with_no_jobs_can_be_paused_and_is_listed(target: Target, store:
             "paused": True,
         }
     ]
+
+
+def test_pausing_a_queue_that_never_had_a_job_warns_and_still_pauses(target: Target, store: Store) -> None:
+    """Issue 23: a typo (`invoicse`) used to pause a queue nobody uses, silently."""
+    store.queue("invoices").enqueue({"n": 1})
+    r = cli("pause", *store_args(target), "invoicse")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.strip() == (
+        "warning: 'invoicse' has never had a job in this store (its queues: 'invoices'); "
+        "paused it anyway, for jobs enqueued later (--create says this is meant)"
+    )
+    assert store.queue("invoicse").is_paused(), "the ability is kept (SPEC §18)"
+    assert json_out(cli("pause", *store_args(target), "other", "--json"))["seen"] is False
+
+
+def test_stats_keep_a_queue_whose_jobs_are_all_acked(target: Target, store: Store) -> None:
+    """Issue 23: a used queue kept reporting zeros, instead of "no queues yet"."""
+    q = store.queue("emails")
+    q.enqueue({"n": 1})
+    job = q.claim("w")
+    assert job is not None and job.ack()
+    rows = json_out(cli("stats", *store_args(target), "--json"))
+    assert [(r["queue"], r["pending"], r["processing"], r["dead"]) for r in rows] == [("emails", 0, 0, 0)]
+    assert "no queues yet" not in cli("stats", *store_args(target)).stdout
 
 
 def test_an_outbox_queue_is_paused_by_its_backing_name(target: Target, store: Store) -> None:

@@ -63,6 +63,19 @@ def test_a_scrape_reports_every_queue_and_stream_consumer(store: alkstore.Store)
     }, "only the store's gauges: no process or platform collectors"
 
 
+def test_a_queue_whose_jobs_are_all_acked_keeps_reporting_zeros(store: alkstore.Store) -> None:
+    """Issue 23: the series vanished once the last job was acked, and an alert
+    on an absent series cannot tell that from a dead exporter."""
+    q = store.queue("emails")
+    q.enqueue({"n": 1})
+    job = q.claim("w")
+    assert job is not None and job.ack()
+    m = scrape(store)
+    states = ("pending", "scheduled", "processing", "dead")
+    assert [m[("alkstore_jobs", (("queue", "emails"), ("state", s)))] for s in states] == [0, 0, 0, 0]
+    assert m[("alkstore_queue_paused", (("queue", "emails"),))] == 0
+
+
 def test_an_empty_store_scrapes_to_no_samples(store: alkstore.Store) -> None:
     assert scrape(store) == {}
 

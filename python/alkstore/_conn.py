@@ -57,6 +57,12 @@ def _missing_store(e: BaseException) -> bool:
     }
 
 
+def _aborts(e: BaseException) -> bool:
+    """Whether the failed statement aborted the caller's transaction: on
+    Postgres any error does, until the caller rolls back; SQLite's do not."""
+    return type(e).__module__.split(".")[0] in {"psycopg", "psycopg2", "asyncpg"}
+
+
 Params = Sequence[object] | Mapping[str, object]
 
 #: What a statement returns, per row: the id (or offset) and the unique key
@@ -70,6 +76,8 @@ def _rows(rows: Sequence[Sequence[Any]]) -> Rows:
 
 class Adapter(Protocol):
     paramstyle: str
+    #: Set by ``run`` when the statement failed and that aborted the caller's transaction.
+    aborted: bool
 
     def run(self, sql: str, params: Params) -> Rows: ...
 
@@ -78,6 +86,7 @@ class Adapter(Protocol):
 
 class AsyncAdapter(Protocol):
     paramstyle: str
+    aborted: bool
 
     async def run(self, sql: str, params: Params) -> Rows: ...
 
@@ -91,6 +100,7 @@ class _Sqlite3:
 
     def __init__(self, conn: sqlite3.Connection | sqlite3.Cursor) -> None:
         self._conn = conn
+        self.aborted = False  # a failed SQLite statement leaves the transaction as it was
 
     def run(self, sql: str, params: Params) -> Rows:
         try:
@@ -114,6 +124,7 @@ class _Psycopg:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self.aborted = False
 
     def run(self, sql: str, params: Params) -> Rows:
         from psycopg import Error
@@ -122,6 +133,7 @@ class _Psycopg:
             rows = self._conn.execute(sql, params).fetchall()
         except Error as e:
             if _missing_store(e):
+                self.aborted = True
                 return []  # the store's schema is not on that database
             raise
         return _rows(rows)
@@ -138,6 +150,7 @@ class _SqlAlchemy:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self.paramstyle: str = conn.dialect.paramstyle
+        self.aborted = False
 
     def run(self, sql: str, params: Params) -> Rows:
         from sqlalchemy import exc
@@ -147,12 +160,14 @@ class _SqlAlchemy:
             rows = self._conn.exec_driver_sql(sql, args).fetchall()
         except exc.DBAPIError as e:
             if e.orig is not None and _missing_store(e.orig):
+                self.aborted = _aborts(e.orig)
                 return []
             raise
         return _rows(rows)
 
     def location(self) -> str:
-        return f"the database at {self._conn.engine.url.render_as_string(hide_password=True)}"
+        where = f"the database at {self._conn.engine.url.render_as_string(hide_password=True)}"
+        return where
 
 
 def _sqlalchemy(conn: object, engine: str) -> _SqlAlchemy | None:
@@ -176,6 +191,7 @@ class _Django:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self.aborted = False
 
     def run(self, sql: str, params: Params) -> Rows:
         from django.db import DatabaseError
@@ -186,12 +202,14 @@ class _Django:
                 rows = cur.fetchall()
         except DatabaseError as e:
             if e.__cause__ is not None and _missing_store(e.__cause__):
+                self.aborted = _aborts(e.__cause__)
                 return []
             raise
         return _rows(rows)
 
     def location(self) -> str:
-        return f"the Django database {self._conn.alias!r} ({self._conn.settings_dict.get('NAME')!r})"
+        where = f"the Django database {self._conn.alias!r} ({self._conn.settings_dict.get('NAME')!r})"
+        return where
 
 
 class _AsyncPsycopg:
@@ -201,6 +219,7 @@ class _AsyncPsycopg:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self.aborted = False
 
     async def run(self, sql: str, params: Params) -> Rows:
         from psycopg import Error
@@ -209,6 +228,7 @@ class _AsyncPsycopg:
             rows = await (await self._conn.execute(sql, params)).fetchall()
         except Error as e:
             if _missing_store(e):
+                self.aborted = True
                 return []
             raise
         return _rows(rows)
@@ -224,6 +244,7 @@ class _Asyncpg:
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self.aborted = False
 
     async def run(self, sql: str, params: Params) -> Rows:
         from asyncpg import PostgresError
@@ -232,6 +253,7 @@ class _Asyncpg:
             rows = await self._conn.fetch(sql, *params)
         except PostgresError as e:
             if _missing_store(e):
+                self.aborted = True
                 return []
             raise
         return _rows(rows)
@@ -243,7 +265,8 @@ class _Asyncpg:
         params, addr = getattr(self._conn, "_params", None), getattr(self._conn, "_addr", None)
         database = getattr(params, "database", None)
         where = f"{addr[0]}:{addr[1]}" if isinstance(addr, tuple) and len(addr) == 2 else str(addr)
-        return f"database {database!r} on {where}" if database else "another database (asyncpg)"
+        found = f"database {database!r} on {where}" if database else "another database (asyncpg)"
+        return found
 
 
 class _AsyncSqlAlchemy:
@@ -253,6 +276,7 @@ class _AsyncSqlAlchemy:
         self._conn = conn
         self._url = url
         self.paramstyle: str = "dollar" if dialect.paramstyle == "numeric_dollar" else dialect.paramstyle
+        self.aborted = False
 
     async def run(self, sql: str, params: Params) -> Rows:
         from sqlalchemy import exc
@@ -266,6 +290,7 @@ class _AsyncSqlAlchemy:
             # asyncpg's error sits one adapter deeper than a sync driver's.
             orig = e.orig.__cause__ if e.orig is not None and e.orig.__cause__ is not None else e.orig
             if orig is not None and _missing_store(orig):
+                self.aborted = _aborts(orig)
                 return []
             raise
         return _rows(result.fetchall())
@@ -355,12 +380,17 @@ def adapter(conn: object, engine: str, asynchronous: bool) -> Adapter | AsyncAda
 
 
 async def arun(
-    adapter: AsyncAdapter, sql: str, params: Params, n: int, land: Callable[[Rows, str | None], T]
+    adapter: AsyncAdapter,
+    sql: str,
+    params: Params,
+    n: int,
+    land: Callable[[Rows, str | None, bool], T],
 ) -> T:
     """Runs the statement on an async driver; ``land`` (the binding) checks the rows and
-    shapes the ids, with the caller's database named only when fewer rows than ``n`` came back."""
+    shapes the ids, with the caller's database named only when fewer rows than ``n`` came
+    back, and whether the failed statement aborted the caller's transaction."""
     rows = await adapter.run(sql, params)
-    return land(rows, None if len(rows) == n else await adapter.location())
+    return land(rows, None if len(rows) == n else await adapter.location(), adapter.aborted)
 
 
 async def ready(value: T) -> T:

@@ -167,6 +167,11 @@ def _page_size_arg(p: argparse.ArgumentParser) -> None:
 def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pause = commands.add_parser("pause", help="stop every worker claiming from a queue (persisted)")
     _store_args(pause, queue=True, json_help="a line")
+    pause.add_argument(
+        "--create",
+        action="store_true",
+        help="the queue has had no job yet, and that is meant: pause it without a warning",
+    )
     resume = commands.add_parser("resume", help="let workers claim from a paused queue again")
     _store_args(resume, queue=True, json_help="a line")
 
@@ -239,7 +244,7 @@ def _operation(args: argparse.Namespace) -> tuple[str, int]:
 
     where = (args.url, args.schema, args.queue)
     if args.command == "pause":
-        return _operate.pause(*where, args.json), 0
+        return _operate.pause(*where, args.json, args.create), 0
     if args.command == "resume":
         return _operate.resume(*where, args.json), 0
     if args.command == "cancel":

@@ -9,6 +9,7 @@ not in the state a command acts on are skipped, not an error, as in the API.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,17 +28,30 @@ def _dump(value: object) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False)
 
 
-def _switch(target: str, schema: str | None, queue: str, as_json: bool, *, pause: bool) -> str:
+def _switch(
+    target: str, schema: str | None, queue: str, as_json: bool, *, pause: bool, create: bool = False
+) -> str:
     with open_existing(target, schema) as store:
         q = queue_view(store, queue)
         # Read first only to tell the user whether anything changed; pausing twice is harmless.
         was_paused = q.is_paused()
+        known = store.queues()
         if pause:
             q.pause()
         else:
             q.resume()
+    seen = queue in known
+    if pause and not seen and not create:
+        # Pausing a queue before its first job is allowed (SPEC §18), and so is
+        # a typo that pauses a queue nobody uses: say which it may be.
+        others = ", ".join(repr(n) for n in known if not n.startswith("__alkstore")) or "none yet"
+        print(
+            f"warning: {queue!r} has never had a job in this store (its queues: {others}); "
+            "paused it anyway, for jobs enqueued later (--create says this is meant)",
+            file=sys.stderr,
+        )
     if as_json:
-        return _dump({"queue": queue, "paused": pause, "was_paused": was_paused})
+        return _dump({"queue": queue, "paused": pause, "was_paused": was_paused, "seen": seen})
     if pause:
         if was_paused:
             return f"{queue!r} was already paused"
@@ -49,9 +63,10 @@ def _switch(target: str, schema: str | None, queue: str, as_json: bool, *, pause
     return f"resumed {queue!r}: workers claim its jobs again"
 
 
-def pause(target: str, schema: str | None, queue: str, as_json: bool) -> str:
-    """``Queue.pause()``: every process stops claiming from ``queue``."""
-    return _switch(target, schema, queue, as_json, pause=True)
+def pause(target: str, schema: str | None, queue: str, as_json: bool, create: bool = False) -> str:
+    """``Queue.pause()``: every process stops claiming from ``queue``; a warning
+    on stderr when the queue never had a job, unless ``create``."""
+    return _switch(target, schema, queue, as_json, pause=True, create=create)
 
 
 def resume(target: str, schema: str | None, queue: str, as_json: bool) -> str:
