@@ -13,6 +13,7 @@ import asyncio
 import base64
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
 from starlette.applications import Starlette
@@ -280,3 +281,18 @@ def test_healthz_answers_without_credentials_and_reveals_nothing(store: alkstore
     store.close()
     down = client.get("/healthz")
     assert (down.status_code, down.text) == (503, "unavailable")
+
+
+def test_a_server_error_carries_the_hardening_headers_too() -> None:
+    """The headers are added outside Starlette's own error handler."""
+
+    class Broken:
+        engine = "sqlite"
+
+        def completions(self, minutes: int) -> list[object]:
+            raise RuntimeError("the store broke")
+
+    app = create_app(cast("alkstore.Store", Broken()))
+    r = TestClient(app, base_url=BASE, raise_server_exceptions=False).get("/")
+    assert r.status_code == 500 and "the store broke" not in r.text
+    assert_hardened(r, "500")
