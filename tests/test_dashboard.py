@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -194,6 +195,41 @@ def test_the_command_serves_until_interrupted_and_refuses_an_open_bind_without_a
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=30)
     assert 'alkstore_jobs{queue="emails",state="pending"} 1.0' in body, err
+    assert proc.returncode == 0, err
+
+
+def get_status(url: str, host: str) -> int:
+    """One GET of ``url`` sending ``Host: host``, no retry; its status."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_banner_comes_once_the_port_listens_and_allowed_hosts_are_answered(
+    target: Target, store: alkstore.Store
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    where = [target.location, *(["--schema", target.schema] if target.schema else [])]
+    argv = [sys.executable, "-m", "alkstore", "dashboard", *where, "--port", str(port)]
+    argv += ["--allowed-host", "dash.test", "--allowed-host", "Ops.Example.com"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            assert banner.startswith(f"alkstore dashboard on http://127.0.0.1:{port}/ ("), banner
+            # No retry: the socket was listening before the banner was printed.
+            url = f"http://127.0.0.1:{port}/"
+            assert get_status(url, f"127.0.0.1:{port}") == 200
+            assert get_status(url, "dash.test") == 200
+            assert get_status(url, f"ops.example.com:{port}") == 200
+            assert get_status(url, "attacker.example") == 421
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
 
 
