@@ -380,6 +380,14 @@ def test_dashboard_refuses_a_port_out_of_range_before_anything_starts(tmp_path: 
     assert errors == [f"alkstore dashboard: error: argument --port: expected a port 1-65535, got {port}"]
 
 
+def test_dashboard_refuses_an_allowed_host_that_is_not_a_host(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    alkstore.open(path).close()
+    r = cli("dashboard", str(path), "--allowed-host", "https://ops.example.com/")
+    assert r.returncode == 2 and r.stdout == ""
+    assert_one_line_error(r, "--allowed-host", "'https://ops.example.com/'")
+
+
 def test_dashboard_on_a_port_in_use_is_one_line_and_prints_no_banner(target: Target, store: Store) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
