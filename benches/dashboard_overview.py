@@ -45,7 +45,8 @@ def measure(engine: str, store: alkstore.Store, jobs: int) -> None:
     t = time.perf_counter()
     fill(store, jobs)
     print(f"{engine}: filled in {time.perf_counter() - t:.1f} s", flush=True)
-    client = TestClient(create_app(store))
+    # Host 127.0.0.1: TestClient's default name, testserver, is not one the dashboard answers to.
+    client = TestClient(create_app(store), base_url="http://127.0.0.1")
     client.get("/")  # warm: templates compiled, statements prepared
     times = []
     for _ in range(20):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -358,6 +360,43 @@ def test_usage_errors_exit_2() -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = cli("frobnicate")
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_version_prints_the_installed_version() -> None:
+    r = cli("--version")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == f"alkstore {importlib.metadata.version('alkstore')}\n"
+    assert alkstore.__version__ == importlib.metadata.version("alkstore")
+
+
+@pytest.mark.parametrize("port", ["99999", "65536", "0", "-1"])
+def test_dashboard_refuses_a_port_out_of_range_before_anything_starts(tmp_path: Path, port: str) -> None:
+    path = tmp_path / "s.db"
+    alkstore.open(path).close()
+    r = cli("dashboard", str(path), "--port", port)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stdout == "", "no banner"
+    errors = [line for line in r.stderr.splitlines() if "error" in line]
+    assert errors == [f"alkstore dashboard: error: argument --port: expected a port 1-65535, got {port}"]
+
+
+def test_dashboard_refuses_an_allowed_host_that_is_not_a_host(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    alkstore.open(path).close()
+    r = cli("dashboard", str(path), "--allowed-host", "https://ops.example.com/")
+    assert r.returncode == 2 and r.stdout == ""
+    assert_one_line_error(r, "--allowed-host", "'https://ops.example.com/'")
+
+
+def test_dashboard_on_a_port_in_use_is_one_line_and_prints_no_banner(target: Target, store: Store) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = cli("dashboard", *store_args(target), "--port", str(port))
+    assert r.returncode == 2
+    assert_one_line_error(r, f"cannot listen on 127.0.0.1:{port}", "in use")
+    assert r.stdout == "", "the banner says the dashboard is up: it never was"
 
 
 def test_outbox_queues_are_listed_and_readable_by_their_backing_name(target: Target, store: Store) -> None:

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -24,23 +25,12 @@ import alkstore
 from alkstore.dashboard import create_app
 from alkstore.dashboard.app import MAX_PAYLOAD_SHOWN
 from tests.conftest import Target
-
-
-def csrf(client: TestClient, path: str = "/") -> str:
-    """Loads `path` and returns the CSRF token its forms carry."""
-    page = client.get(path)
-    assert page.status_code == 200, page.text
-    found = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    return found.group(1) if found else str(client.cookies.get("alkstore_csrf"))
-
-
-def post(client: TestClient, token: str, **form: str | list[str]) -> int:
-    return client.post("/action", data={"csrf": token, **form}, follow_redirects=False).status_code
+from tests.dashboards import browser_like, csrf, post
 
 
 @pytest.fixture
 def client(store: alkstore.Store) -> TestClient:
-    return TestClient(create_app(store))
+    return browser_like(create_app(store))
 
 
 def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: TestClient) -> None:
@@ -120,13 +110,13 @@ def test_a_post_without_the_csrf_token_changes_nothing(store: alkstore.Store, cl
         client.post("/action", data={"csrf": "forged", "queue": "emails", "action": "pause"}).status_code
         == 403
     )
-    other = TestClient(create_app(store))  # another browser: its own cookie, not this page's token
+    other = browser_like(create_app(store))  # another browser: its own cookie, not this page's token
     assert post(other, csrf(client), queue="emails", action="pause") == 403
     assert not q.is_paused()
 
 
 def test_read_only_refuses_every_change(store: alkstore.Store) -> None:
-    client = TestClient(create_app(store, read_only=True))
+    client = browser_like(create_app(store, read_only=True))
     q = store.queue("emails")
     q.enqueue({})
     page = client.get("/queue", params={"name": "emails"}).text
@@ -136,8 +126,8 @@ def test_read_only_refuses_every_change(store: alkstore.Store) -> None:
 
 
 def test_auth_is_checked_on_every_request(store: alkstore.Store) -> None:
-    client = TestClient(create_app(store, auth="ops:s3cret"))
-    for path in ("/", "/metrics", "/healthz", "/static/style.css"):
+    client = browser_like(create_app(store, auth="ops:s3cret"))
+    for path in ("/", "/metrics", "/static/style.css"):
         assert client.get(path).status_code == 401, path
     wrong = base64.b64encode(b"ops:guess").decode()
     assert client.get("/", headers={"Authorization": f"Basic {wrong}"}).status_code == 401
@@ -205,6 +195,41 @@ def test_the_command_serves_until_interrupted_and_refuses_an_open_bind_without_a
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=30)
     assert 'alkstore_jobs{queue="emails",state="pending"} 1.0' in body, err
+    assert proc.returncode == 0, err
+
+
+def get_status(url: str, host: str) -> int:
+    """One GET of ``url`` sending ``Host: host``, no retry; its status."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Host": host}), timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def test_the_banner_comes_once_the_port_listens_and_allowed_hosts_are_answered(
+    target: Target, store: alkstore.Store
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    where = [target.location, *(["--schema", target.schema] if target.schema else [])]
+    argv = [sys.executable, "-m", "alkstore", "dashboard", *where, "--port", str(port)]
+    argv += ["--allowed-host", "dash.test", "--allowed-host", "Ops.Example.com"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            banner = proc.stdout.readline()
+            assert banner.startswith(f"alkstore dashboard on http://127.0.0.1:{port}/ ("), banner
+            # No retry: the socket was listening before the banner was printed.
+            url = f"http://127.0.0.1:{port}/"
+            assert get_status(url, f"127.0.0.1:{port}") == 200
+            assert get_status(url, "dash.test") == 200
+            assert get_status(url, f"ops.example.com:{port}") == 200
+            assert get_status(url, "attacker.example") == 421
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
 
 

@@ -4,7 +4,8 @@ Debian's chromium, headless, driven by selenium through Debian's chromedriver,
 against the real ``alkstore dashboard`` command: every page opens, the buttons
 are pressed as an operator presses them (confirm dialogs included), and the
 guards hold in the browser: CSRF, read-only, escaping, nothing fetched from
-elsewhere. The SQLite run also saves the screenshots shown in docs/dashboard.md.
+elsewhere, and a page of another origin can neither frame the dashboard nor
+post to it. The SQLite run also saves the screenshots shown in docs/dashboard.md.
 
 tests/test_dashboard.py covers the same app over HTTP in process; this file
 checks what the browser shows and does.
@@ -13,12 +14,14 @@ checks what the browser shows and does.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -535,3 +538,86 @@ def test_read_only_has_no_working_button_and_refuses_a_forged_post(
     read_only.press(read_only.button("Purge all"), confirm=True)
     assert read_only.text() == "this dashboard is read-only"
     assert q.stats().dead == 2
+
+
+@contextlib.contextmanager
+def elsewhere(page: str, cookie: str | None = None) -> Iterator[str]:
+    """Serves ``page`` from another port of 127.0.0.1 (another origin, the same site)
+    on a thread, with ``Set-Cookie: cookie`` when given; yields its URL."""
+
+    class Page(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            if cookie is not None:
+                self.send_header("Set-Cookie", cookie)
+            self.end_headers()
+            self.wfile.write(page.encode())
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def loaded(driver: Chrome, origin: str | None = None) -> bool:
+    """Whether the current document (of the current frame) finished loading, not
+    about:blank, and, when given, is of ``origin``."""
+    return bool(
+        driver.execute_script(
+            "return document.readyState === 'complete' && location.href !== 'about:blank'"
+            " && (arguments[0] === null || location.origin === arguments[0])",
+            origin,
+        )
+    )
+
+
+def test_a_page_elsewhere_cannot_frame_the_dashboard(dash: Dashboard, store: alkstore.Store) -> None:
+    store.queue("emails").enqueue({})
+    framed = f"{dash.base}/queue?name=emails"
+    framing = f'<!doctype html><title>framing</title><iframe id="d" src="{framed}"></iframe>'
+    with elsewhere(framing) as url:
+        dash.driver.get(url)
+        dash.driver.switch_to.frame(dash.driver.find_element(By.ID, "d"))
+        try:
+            WebDriverWait(dash.driver, 10, ignored_exceptions=(JavascriptException,)).until(loaded)
+            shown = dash.driver.execute_script("return [location.href, document.body.innerText]")
+        finally:
+            dash.driver.switch_to.default_content()
+    # The browser refused the response (X-Frame-Options, frame-ancestors) and shows its error page.
+    assert shown[0].startswith("chrome-error://"), shown
+    assert "Queue emails" not in shown[1] and "Pause" not in shown[1], shown
+
+
+def test_a_form_on_another_origin_cannot_post_even_with_a_tossed_cookie(
+    dash: Dashboard, store: alkstore.Store
+) -> None:
+    """Another port of 127.0.0.1 is the same site: its page can set the dashboard's
+    CSRF cookie, then post a form carrying the value it chose."""
+    q = store.queue("emails")
+    q.enqueue({})
+    dash.open("/queue?name=emails")  # the operator has the dashboard open: its cookie is set
+    attack = (
+        f'<!doctype html><title>attack</title><form id="f" method="post" action="{dash.base}/action">'
+        '<input type="hidden" name="csrf" value="tossed"><input type="hidden" name="queue" value="emails">'
+        '<input type="hidden" name="action" value="pause"></form>'
+        '<script>document.getElementById("f").submit()</script>'
+    )
+    with elsewhere(attack, cookie="alkstore_csrf=tossed; Path=/; SameSite=Lax") as url:
+        dash.driver.get(url)
+        WebDriverWait(dash.driver, 10, ignored_exceptions=(JavascriptException,)).until(
+            lambda d: loaded(d, dash.base)
+        )
+    tossed = dash.driver.get_cookie("alkstore_csrf")
+    assert tossed is not None and tossed["value"] == "tossed", "the page elsewhere did set the cookie"
+    status = dash.driver.execute_script("return performance.getEntriesByType('navigation')[0].responseStatus")
+    assert (status, dash.driver.current_url) == (403, dash.base + "/action"), dash.text()
+    assert not q.is_paused()

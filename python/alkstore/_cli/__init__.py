@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from alkstore import __version__
 from alkstore._cli._paging import DEFAULT_PAGE
 from alkstore._cli._target import CliError
 from alkstore._core import _MAX_BATCH, _batch_size
@@ -60,6 +61,16 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port 1-65535, got {text!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port 1-65535, got {n}")
+    return n
+
+
 def _seconds(text: str) -> float:
     try:
         s = float(text)
@@ -80,6 +91,7 @@ def _store_args(p: argparse.ArgumentParser, *, queue: bool = False, json_help: s
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = commands.add_parser("demo", help="a self-contained tour on a local SQLite file")
@@ -128,7 +140,16 @@ def _parser() -> argparse.ArgumentParser:
         "--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)"
     )
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    dashboard.add_argument("--port", type=_positive_int, default=8765, help="port (default 8765)")
+    dashboard.add_argument("--port", type=_port, default=8765, help="port (default 8765)")
+    dashboard.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a further name the dashboard answers to, as browsers reach it (repeatable); "
+        "127.0.0.1, localhost, ::1 and --host always are",
+    )
     dashboard.add_argument("--read-only", action="store_true", help="show everything, change nothing")
     dashboard.add_argument(
         "--auth",
@@ -221,7 +242,9 @@ def _run(args: argparse.Namespace) -> int:
     if command == "dashboard":
         from alkstore._cli._dashboard import serve
 
-        return serve(args.url, args.schema, args.host, args.port, args.read_only, args.auth)
+        return serve(
+            args.url, args.schema, args.host, args.port, args.read_only, args.auth, args.allowed_hosts
+        )
     if command in OPERATIONS:
         text, status = _operation(args)
         print(text, flush=True)

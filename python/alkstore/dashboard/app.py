@@ -10,6 +10,8 @@ above all) is shown as text.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -19,16 +21,18 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
 
 from alkstore import AlkstoreError, Queue, Store
 from alkstore._cli._target import queue_view
 from alkstore.dashboard.chart import MINUTES, chart
-from alkstore.dashboard.security import CSRF_COOKIE, basic_auth_ok, csrf_ok, csrf_token
+from alkstore.dashboard.hosts import HostAllowList
+from alkstore.dashboard.middleware import BodyLimit, Guard, Hardened, HostCheck
+from alkstore.dashboard.security import CSRF_COOKIE, CsrfTokens
 from alkstore.metrics import registry
 
 __all__ = ["MAX_PAYLOAD_SHOWN", "create_app"]
@@ -37,21 +41,44 @@ HERE = Path(__file__).parent
 #: A payload longer than this (in characters of pretty JSON) is cut, with a note.
 MAX_PAYLOAD_SHOWN = 64 * 1024
 PAGE = 50
+_log = logging.getLogger("alkstore.dashboard")
 
 
-def create_app(store: Store, *, read_only: bool = False, auth: str | None = None) -> Starlette:
+class _Dashboard(Starlette):
+    """Starlette with :class:`Hardened` outside its error handler, so a 500 has the headers too."""
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return Hardened(super().build_middleware_stack())
+
+
+def create_app(
+    store: Store,
+    *,
+    read_only: bool = False,
+    auth: str | None = None,
+    allowed_hosts: Iterable[str] | None = None,
+) -> Starlette:
     """The dashboard of ``store``. ``auth`` (``USER:PASSWORD``) is checked on every
-    request when given; ``read_only`` refuses every change."""
+    request but ``GET /healthz`` when given; ``read_only`` refuses every change.
+
+    Requests are answered only when their ``Host`` is 127.0.0.1, localhost, [::1] or
+    one of ``allowed_hosts`` (names or addresses, any port), against DNS rebinding:
+    an app mounted behind a name, or driven by a test client, must list that name.
+    A ValueError names an entry that is not a host."""
+    allowed = HostAllowList(allowed_hosts or ())
+    tokens = CsrfTokens()
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["pretty"] = pretty
 
-    def page(request: Request, template: str, **context: Any) -> HTMLResponse:
-        token = csrf_token(request)
+    def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        cookie = request.cookies.get(CSRF_COOKIE)
+        token = tokens.for_page(cookie)
         body = env.get_template(template).render(
             csrf=token, read_only=read_only, engine=store.engine, request=request, **context
         )
-        response = HTMLResponse(body)
-        response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
+        response = HTMLResponse(body, status_code=status_code)
+        if token != cookie:
+            response.set_cookie(CSRF_COOKIE, token, httponly=True, samesite="strict")
         return response
 
     def overview(request: Request) -> Response:
@@ -75,7 +102,8 @@ def create_app(store: Store, *, read_only: bool = False, auth: str | None = None
         q = queue_view(store, request.query_params.get("queue", ""))
         job = q.get_job(_int(request.query_params.get("id")) or 0)
         if job is None:
-            return page(request, "missing.html", what=f"job {request.query_params.get('id')!s} of {q.name}")
+            what = f"job {request.query_params.get('id')!s} of {q.name}"
+            return page(request, "missing.html", status_code=404, what=what)
         return page(request, "job.html", q=q, job=job)
 
     def catalog(request: Request) -> Response:
@@ -84,10 +112,11 @@ def create_app(store: Store, *, read_only: bool = False, auth: str | None = None
         )
 
     async def action(request: Request) -> Response:
-        form = await request.form()
+        # The Host, auth, Origin and body size were checked before this runs (middleware.py).
         if read_only:
             return PlainTextResponse("this dashboard is read-only", status_code=403)
-        if not csrf_ok(request, form.get("csrf")):
+        form = await request.form()
+        if not tokens.accepts(request.cookies.get(CSRF_COOKIE), form.get("csrf")):
             return PlainTextResponse("missing or wrong CSRF token: reload the page", status_code=403)
         name = str(form.get("queue", ""))
         what = str(form.get("action", ""))
@@ -103,21 +132,13 @@ def create_app(store: Store, *, read_only: bool = False, auth: str | None = None
         return Response(generate_latest(registry(store)), media_type=CONTENT_TYPE_LATEST)
 
     def healthz(_: Request) -> Response:
-        store.queues()  # one round trip: the store answers
+        # Served to anyone (no auth, any Host): it says "ok" or "unavailable", never why.
+        try:
+            store.queues()  # one round trip: the store answers
+        except AlkstoreError as exc:
+            _log.warning("healthz: the store does not answer: %s", exc)
+            return PlainTextResponse("unavailable", status_code=503)
         return PlainTextResponse("ok")
-
-    class Guard(BaseHTTPMiddleware):
-        async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
-            if not basic_auth_ok(request, auth):
-                return PlainTextResponse(
-                    "authentication required",
-                    status_code=401,
-                    headers={"WWW-Authenticate": 'Basic realm="alkstore"'},
-                )
-            try:
-                return await call_next(request)
-            except (AlkstoreError, ValueError, TypeError) as exc:
-                return PlainTextResponse(f"{type(exc).__name__}: {exc}", status_code=400)
 
     routes = [
         Route("/", overview),
@@ -129,7 +150,19 @@ def create_app(store: Store, *, read_only: bool = False, auth: str | None = None
         Route("/healthz", healthz),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(Guard)])
+    # The order of ADR 0025: the Host first, then auth and Origin, then the body size.
+    middleware = [
+        Middleware(HostCheck, allowed=allowed),
+        Middleware(Guard, auth=auth),
+        Middleware(BodyLimit),
+    ]
+    errors = {AlkstoreError: _bad_request, ValueError: _bad_request, TypeError: _bad_request}
+    return _Dashboard(routes=routes, middleware=middleware, exception_handlers=errors)
+
+
+async def _bad_request(_: Request, exc: Exception) -> Response:
+    """An invalid name, id or argument: its one-line text, never a traceback."""
+    return PlainTextResponse(f"{type(exc).__name__}: {exc}", status_code=400)
 
 
 def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool) -> Response | None:
