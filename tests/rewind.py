@@ -15,6 +15,10 @@ from tests.conftest import Target, pg_admin_connect
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    8: {
+        "sqlite": ["DROP TRIGGER __alkstore_jobs_queue_seen", "DROP TABLE __alkstore_queues"],
+        "postgres": ["DROP TABLE __alkstore_queues"],
+    },
     7: {engine: ["DROP TABLE __alkstore_completions"] for engine in ("sqlite", "postgres")},
     6: {
         engine: [

@@ -134,12 +134,75 @@ def test_a_connection_to_another_postgres_database_is_a_transaction_error(target
         admin.execute(f'CREATE DATABASE "{other_db}"')
     try:
         with target.open() as store, psycopg.connect(PG_URL.rsplit("/", 1)[0] + "/" + other_db) as conn:
-            with pytest.raises(alkstore.TransactionError, match=f"conn= reaches database '{other_db}'"):
+            # The store's schema is not there: the failed statement aborted the caller's
+            # transaction, and the message says so (issue 23).
+            aborted = "nothing was written; the failed statement aborted the transaction on that connection"
+            with pytest.raises(
+                alkstore.TransactionError, match=f"conn= reaches database '{other_db}'.*{aborted}"
+            ):
                 store.queue("emails").enqueue({}, conn=conn)
+            with pytest.raises(psycopg.errors.InFailedSqlTransaction):
+                conn.execute("SELECT 1")
+            conn.rollback()
             assert store.queues() == []
     finally:
         with pg_admin_connect() as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{other_db}"')
+
+
+def test_a_copied_sqlite_file_is_another_store(tmp_path: Path) -> None:
+    """Issue 23: a copy keeps the store's id, and enqueue(conn=<the copy>) used to
+    succeed, landing the job where this store's workers never look."""
+    original, copy = tmp_path / "app.db", tmp_path / "copy.db"
+    with alkstore.open(original) as store:
+        q = store.queue("emails")
+        q.enqueue({"n": 1})
+        source = sqlite3.connect(original)
+        into = sqlite3.connect(copy)
+        source.backup(into)  # a consistent copy of the live file
+        source.close()
+        with pytest.raises(alkstore.TransactionError, match=r"conn= reaches .*copy\.db.*app\.db"):
+            q.enqueue({"n": 2}, conn=into)
+        with pytest.raises(alkstore.TransactionError, match=r"conn= reaches .*copy\.db"):
+            store.stream("s").publish({"n": 2}, conn=into)
+        into.commit()
+        assert into.execute("SELECT count(*) FROM __alkstore_jobs").fetchone() == (1,), "nothing written"
+        into.close()
+        # The original, reached by another spelling of its path, is still this store.
+        same = sqlite3.connect(tmp_path / "." / "app.db")
+        job_id = q.enqueue({"n": 3}, conn=same)
+        same.commit()
+        same.close()
+        assert q.get_job(job_id) is not None
+
+
+@pytest.mark.parametrize("engine", ["postgres"])
+def test_a_postgres_database_created_from_the_stores_as_a_template_is_another_store(target: Target) -> None:
+    """Issue 23: CREATE DATABASE ... TEMPLATE copies the store's id with its tables."""
+    source_db, copy_db = ("alkstore_tpl_" + uuid.uuid4().hex[:8] for _ in range(2))
+    base = PG_URL.rsplit("/", 1)[0]
+    with pg_admin_connect() as admin:
+        admin.execute(f'CREATE DATABASE "{source_db}"')
+    try:
+        with alkstore.open(f"{base}/{source_db}") as store:
+            store.queue("emails").enqueue({"n": 1})
+        # A template may have no other session: the store above is closed.
+        with pg_admin_connect() as admin:
+            admin.execute(f'CREATE DATABASE "{copy_db}" TEMPLATE "{source_db}"')
+        with alkstore.open(f"{base}/{source_db}") as store, psycopg.connect(f"{base}/{copy_db}") as conn:
+            q = store.queue("emails")
+            with pytest.raises(alkstore.TransactionError, match=f"conn= reaches database '{copy_db}'"):
+                q.enqueue({"n": 2}, conn=conn)
+            conn.rollback()
+            row = conn.execute("SELECT count(*) FROM alkstore.jobs").fetchone()
+            assert row == (1,), "nothing written to the copy"
+            with psycopg.connect(f"{base}/{source_db}") as mine:
+                job_id = q.enqueue({"n": 3}, conn=mine)
+            assert q.get_job(job_id) is not None, "the original is still this store"
+    finally:
+        with pg_admin_connect() as admin:
+            for db in (copy_db, source_db):
+                admin.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
 def test_an_outbox_message_commits_with_the_callers_transaction(

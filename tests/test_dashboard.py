@@ -48,6 +48,10 @@ def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: 
     assert "emails" in overview and "idle" in overview and "paused" in overview
     queue = client.get("/queue", params={"name": "emails"}).text
     assert f"id={live}" in queue and "pending 1" in queue and "dead 1" in queue
+    assert 'id="unseen"' not in queue
+    # Issue 23: a name nobody used (a typo in the address) is flagged before a pause.
+    typo = client.get("/queue", params={"name": "emials"}).text
+    assert 'id="unseen"' in typo and "never had a job" in typo
     dead_page = client.get("/queue", params={"name": "emails", "state": "dead"}).text
     assert "mailbox full" in dead_page and "Requeue all" in dead_page
     job = client.get("/job", params={"queue": "emails", "id": live}).text

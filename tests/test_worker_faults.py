@@ -30,6 +30,7 @@ def _open_touchy(target: Target) -> Store:
     if target.engine == "sqlite":
         return target.open(busy_timeout_ms=100)
     sep = "&" if "?" in PG_URL else "?"
+    assert target.schema is not None
     return alkstore.open(f"{PG_URL}{sep}options=-c%20lock_timeout%3D100", schema=target.schema)
 
 

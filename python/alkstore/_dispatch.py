@@ -330,7 +330,9 @@ class Run:
             ack = self._ack_then_claim(rec)
             retried = self._tally.settle_retried
             if span is None:
-                fut = self._pool.submit(lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried))
+                fut = self._pool.submit(
+                    lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried)
+                )
             else:
                 fut = self._pool.submit(
                     lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried)

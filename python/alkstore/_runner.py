@@ -202,7 +202,8 @@ def _may_hold(job: JobHandle, beat: list[Any] | None) -> bool:
     the last one that landed (or the claim) is less than a lease ago."""
     if beat is None or beat[_REFUSED]:
         return False
-    return time.monotonic() - beat[_RENEWED] < job._lease_s
+    renewed: float = beat[_RENEWED]
+    return time.monotonic() - renewed < job._lease_s
 
 
 def _land(

@@ -68,4 +68,6 @@ class Tally:
 
     def snapshot(self) -> WorkerCounts:
         with self._lock:
-            return WorkerCounts(in_flight=self._in_flight, settle_retries=self._settle_retries, **self._counts)
+            return WorkerCounts(
+                in_flight=self._in_flight, settle_retries=self._settle_retries, **self._counts
+            )

@@ -17,6 +17,13 @@ fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     module.bind(py).getattr(name)
 }
 
+/// Imports `alkstore._errors` once, when the module loads: a daemon thread's
+/// first error may come while the interpreter exits, when an import (Python
+/// code) would hand the GIL over and the thread would be ended mid-call.
+pub fn init(py: Python<'_>) -> PyResult<()> {
+    class(py, "AlkstoreError").map(drop)
+}
+
 /// Builds the Python exception for `e`.
 pub fn to_pyerr(e: Error) -> PyErr {
     Python::attach(|py| match build(py, &e) {

@@ -39,15 +39,7 @@ pub fn encode(obj: &Bound<'_, PyAny>) -> PyResult<String> {
 /// (leading space, trailing text, bad JSON) goes to `json.loads` for its
 /// value or its error.
 pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
-    let scan = SCAN.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
-        let make = py.import("json.scanner")?.getattr("c_make_scanner")?;
-        if make.is_none() {
-            return Ok(None);
-        }
-        let decoder = py.import("json.decoder")?.getattr("JSONDecoder")?.call0()?;
-        Ok(Some(make.call1((decoder,))?.unbind()))
-    })?;
-    if let Some(scan) = scan {
+    if let Some(scan) = scanner(py)? {
         if let Ok(found) = scan.bind(py).call1((text, 0)) {
             let (value, end): (Bound<'_, PyAny>, usize) = found.extract()?;
             let chars = if text.is_ascii() { text.len() } else { text.chars().count() };
@@ -58,6 +50,26 @@ pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
     }
     let loads = LOADS.get_or_try_init(py, || py.import("json")?.getattr("loads").map(Bound::unbind))?;
     Ok(loads.bind(py).call1((text,))?.unbind())
+}
+
+/// Looks up the scanner and `json.loads` once, when the module loads: an
+/// import runs Python code, which must not happen in a daemon thread's first
+/// decode while the interpreter exits.
+pub fn init(py: Python<'_>) -> PyResult<()> {
+    scanner(py)?;
+    LOADS.get_or_try_init(py, || py.import("json")?.getattr("loads").map(Bound::unbind))?;
+    Ok(())
+}
+
+fn scanner(py: Python<'_>) -> PyResult<&Option<Py<PyAny>>> {
+    SCAN.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
+        let make = py.import("json.scanner")?.getattr("c_make_scanner")?;
+        if make.is_none() {
+            return Ok(None);
+        }
+        let decoder = py.import("json.decoder")?.getattr("JSONDecoder")?.call0()?;
+        Ok(Some(make.call1((decoder,))?.unbind()))
+    })
 }
 
 fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<()> {

@@ -59,6 +59,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::LockInfo>()?;
     m.add_class::<catalog::CompletionCount>()?;
     rules::add(m)?;
+    // What daemon threads look up lazily must be there before they run (see each).
+    json::init(m.py())?;
+    errors::init(m.py())?;
     // Waiting threads must stop re-attaching before the interpreter finalizes.
     m.py().import("atexit")?.call_method1("register", (wrap_pyfunction!(exit::at_exit, m)?,))?;
     Ok(())

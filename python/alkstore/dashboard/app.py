@@ -96,7 +96,10 @@ def create_app(
             q.dead_jobs(limit=PAGE, before_id=before) if dead else q.live_jobs(limit=PAGE, before_id=before)
         )
         more = jobs[-1].id if len(jobs) == PAGE else None
-        return page(request, "queue.html", q=q, stats=q.stats(), jobs=jobs, dead=dead, more=more)
+        # A name typed into the address bar may be a typo: say so before anyone pauses it.
+        seen = q.name in store.queues()
+        stats = q.stats()
+        return page(request, "queue.html", q=q, stats=stats, jobs=jobs, dead=dead, more=more, seen=seen)
 
     def job_page(request: Request) -> Response:
         q = queue_view(store, request.query_params.get("queue", ""))
