@@ -1,4 +1,4 @@
-"""The process's heartbeat timetable (``alkstore._runner``, ADR 0022): one
+"""The process's heartbeat timetable (``alkstore._beats``, ADR 0022): one
 thread renews every registered lease when due, stops at removal or refusal,
 and a forked child starts clean. The Worker-level proof (slow handlers keep
 their leases) is in test_worker.py."""
@@ -14,7 +14,7 @@ from typing import cast
 import pytest
 
 from alkstore import JobHandle
-from alkstore._runner import _BEATS
+from alkstore._beats import BEATS as _BEATS
 
 
 class Beaten:

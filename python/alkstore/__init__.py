@@ -38,12 +38,16 @@ from alkstore._errors import (
     InvalidSpec,
     LeadershipLost,
     LockHeld,
+    Retry,
     SharedFileWarning,
+    Snooze,
     StoreClosed,
     TransactionClosed,
     TransactionError,
 )
 from alkstore._outbox import Outbox
+from alkstore._runner import current_job
+from alkstore._tasks import Task, TaskCall, Tasks
 from alkstore._worker import Worker, WorkerCounts
 
 __all__ = [
@@ -66,8 +70,10 @@ __all__ = [
     "Outbox",
     "Queue",
     "QueueStats",
+    "Retry",
     "Schedule",
     "SharedFileWarning",
+    "Snooze",
     "StopToken",
     "Store",
     "StoreClosed",
@@ -75,12 +81,16 @@ __all__ = [
     "StreamInfo",
     "Subscription",
     "Swept",
+    "Task",
+    "TaskCall",
+    "Tasks",
     "Transaction",
     "TransactionClosed",
     "TransactionError",
     "Worker",
     "WorkerCounts",
     "backoff_range",
+    "current_job",
     "open",
 ]
 

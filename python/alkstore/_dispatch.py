@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
-from alkstore._errors import AlkstoreError, DatabaseError, Fail, StoreClosed
-from alkstore._executors import Escaped, LoopThread, Pending, ThreadPool
+from alkstore._errors import AlkstoreError, DatabaseError, Fail, Retry, Snooze, StoreClosed
+from alkstore._executors import Call, Escaped, LoopThread, Pending, ThreadPool
 from alkstore._tally import Tally
 
 if TYPE_CHECKING:  # importing _otel imports opentelemetry: only with telemetry on
@@ -68,13 +68,24 @@ SLICE_S = 0.1
 MAX_BACKOFF_S = 30.0
 
 
+#: What runs one job: the function (called as ``fn(payload, job)``), whether
+#: it is ``async def``, and its timeout in seconds (None: none).
+Route = tuple[Callable[[Any, JobHandle], Any], bool, float | None]
+
+
 @dataclass(frozen=True)
 class Handler:
-    """A registered handler and the queue it consumes."""
+    """A registered handler and the queue it consumes.
+
+    ``route``, when given, picks what runs each job of the queue instead
+    (tasks: by the task name in the payload, ``alkstore._tasks``).
+    """
 
     queue: Queue
     fn: Callable[[Any, JobHandle], Any]
     is_async: bool
+    timeout: float | None = None
+    route: Callable[[JobHandle], Route] | None = None
 
 
 @dataclass(eq=False)
@@ -85,6 +96,8 @@ class _InFlight:
     outcome: str | None = None  # set when the handler's future finishes
     releasing: bool = False  # the drain is releasing it: it does the counting
     settled: bool = False  # counted once, by whoever got there first
+    finished: bool = False  # its handler's future is done
+    abandoned: bool = False  # timed out while its sync handler runs on: its slot is free
     # The job claimed with this one's ack, and the handler whose queue the
     # claim tried (set by the pool thread before the done callback runs).
     next: tuple[Handler, JobHandle] | None = None
@@ -93,9 +106,10 @@ class _InFlight:
 
 def _report(job: JobHandle, exc: Exception) -> None:
     """Logs a handler's exception: the traceback for a failure that will be
-    retried (or go dead at budget), one line for a deliberate ``Fail``."""
-    if isinstance(exc, Fail):
-        log.info("job %d of %r failed: %s", job.id, job.queue, exc)
+    retried (or go dead at budget), one line for a deliberate ``Fail``,
+    ``Retry`` or ``Snooze``."""
+    if isinstance(exc, (Fail, Retry, Snooze)):
+        log.info("job %d of %r: %r", job.id, job.queue, exc)
     else:
         log.warning(
             "job %d of %r raised (attempt %d/%d)",
@@ -134,7 +148,14 @@ def _kind(outcome: _runner.Outcome, job: JobHandle) -> str:
     """The tally name of a runner outcome; a retry on the last attempt went dead."""
     if outcome == "retried" and job.attempts >= job.max_attempts:
         return "dead"
-    kinds = {"acked": "acked", "retried": "retried", "failed": "dead", "released": "released"}
+    kinds = {
+        "acked": "acked",
+        "retried": "retried",
+        "failed": "dead",
+        "released": "released",
+        "snoozed": "snoozed",
+        "cancelled": "cancelled",
+    }
     return kinds.get(outcome, "lost")
 
 
@@ -165,9 +186,10 @@ class Run:
         self._inflight: dict[int, _InFlight] = {}
         self._seq = itertools.count()
         self._turn = itertools.count()  # where a handler thread's next claim starts
-        sync = any(not h.is_async for h in handlers)
-        self._pool = ThreadPool(concurrency, "alkstore-handler") if sync else None
-        self._loop = LoopThread("alkstore-handler-loop") if any(h.is_async for h in handlers) else None
+        # Made when first needed: a routed queue (tasks) may run either kind.
+        self._pool: ThreadPool | None = None
+        self._loop: LoopThread | None = None
+        self._executors = threading.Lock()
 
     # -- stopping -----------------------------------------------------------
 
@@ -314,31 +336,63 @@ class Run:
                 span.end("released" if landed else "lost")
             return
         self._tally.started()
-        fn = h.fn
+        fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else h.route(job)
         fut: Pending[_runner.Outcome]
-        if h.is_async:
-            assert self._loop is not None
-            retried = self._tally.settle_retried
+        retried = self._tally.settle_retried
+        if is_async:
+            loop = self._loop or self._executor(True)
             if span is None:
-                fut = self._loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j), retried))
+                fut = loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j), retried, timeout))
             else:
-                fut = self._loop.submit(
-                    _runner.run_async(job, lambda j: span.run_async(_call_async(fn, j)), retried)
+                fut = loop.submit(
+                    _runner.run_async(job, lambda j: span.run_async(_call_async(fn, j)), retried, timeout)
                 )
         else:
-            assert self._pool is not None
+            pool = self._pool or self._executor(False)
             ack = self._ack_then_claim(rec)
-            retried = self._tally.settle_retried
+            late = None if timeout is None else (lambda outcome: self._timed_out(seq, rec, outcome))
             if span is None:
-                fut = self._pool.submit(
-                    lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried)
+                call = pool.submit(
+                    lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried, timeout, late)
                 )
             else:
-                fut = self._pool.submit(
-                    lambda: _runner.run_sync(job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried)
+                call = pool.submit(
+                    lambda: _runner.run_sync(
+                        job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried, timeout, late
+                    )
                 )
+            fut = call
         rec.future = fut
         fut.add_done_callback(lambda f: self._done(seq, rec, f, h))
+
+    def _executor(self, is_async: bool) -> Any:
+        """The event loop or the thread pool, made on first use."""
+        with self._executors:
+            if is_async:
+                if self._loop is None:
+                    self._loop = LoopThread("alkstore-handler-loop")
+                return self._loop
+            if self._pool is None:
+                self._pool = ThreadPool(self._concurrency, "alkstore-handler")
+            return self._pool
+
+    def _timed_out(self, seq: int, rec: _InFlight, outcome: _runner.Outcome) -> None:
+        """A sync handler ran past its timeout and its job was retried: count
+        it and free its slot now; its thread runs on, abandoned (its outcome
+        lands nowhere), and the pool may start another meanwhile."""
+        kind = _kind(outcome, rec.job)
+        with self._cond:
+            if rec.finished or rec.settled or rec.releasing:
+                return
+            self._tally.add(kind)
+            rec.settled = rec.abandoned = True
+            self._inflight.pop(seq, None)
+            self._cond.notify_all()
+        self._tally.finished()
+        if rec.span is not None:
+            rec.span.end(kind)
+        if self._pool is not None and isinstance(rec.future, Call):
+            self._pool.abandon(rec.future)
 
     def _done(self, seq: int, rec: _InFlight, fut: Pending[_runner.Outcome], h: Handler) -> None:
         kind: str | None
@@ -348,6 +402,11 @@ class Run:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:
             kind = self._after_crash(rec.job, exc)
+        with self._cond:
+            rec.finished = True
+            abandoned = rec.abandoned
+        if abandoned:
+            return  # its timeout counted it and freed its slot; its thread ends here
         if rec.span is not None:
             self._end_span(rec, kind)
         # A handler thread that finished takes the next ready job itself and
@@ -378,8 +437,8 @@ class Run:
         (one commit per job instead of two, ADR 0022)."""
 
         def ack(job: JobHandle) -> bool | None:
-            if self.halt.stopped:
-                return None  # a plain ack: nothing more is claimed
+            if self.halt.stopped or job.cancel_requested:
+                return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
             h = self._handlers[next(self._turn) % len(self._handlers)]
             try:
                 landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)

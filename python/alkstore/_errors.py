@@ -6,6 +6,8 @@ Defined in Python because several classes have two bases, e.g.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 __all__ = [
     "AlkstoreError",
     "ConnectionLost",
@@ -15,7 +17,9 @@ __all__ = [
     "InvalidSpec",
     "LeadershipLost",
     "LockHeld",
+    "Retry",
     "SharedFileWarning",
+    "Snooze",
     "StoreClosed",
     "TransactionClosed",
     "TransactionError",
@@ -60,6 +64,46 @@ class TransactionClosed(TransactionError):
 
 class Fail(AlkstoreError):
     """Raised by a handler: dead-letter the job now with this message."""
+
+
+def _seconds(what: str, value: float | timedelta) -> int:
+    # The core's one duration rule (whole seconds, rounded up, bounded); imported
+    # here, not at the top: the binding imports this module while it loads.
+    from alkstore._core import _duration
+
+    return _duration(what, value)
+
+
+class Retry(AlkstoreError):
+    """Raised by a handler or task: retry the job, counting the attempt.
+
+    ``after`` (seconds or a ``timedelta``, rounded up to whole seconds) is the
+    delay instead of the retry curve's; ``None`` keeps the curve. ``error`` is
+    the job's ``last_error`` (default: this exception's repr). On the job's last
+    attempt it goes dead, as any retry does.
+    """
+
+    def __init__(self, after: float | timedelta | None = None, error: str | None = None) -> None:
+        self.after = None if after is None else _seconds("after", after)
+        if error is not None and not isinstance(error, str):
+            raise TypeError(f"error must be a str or None, got {type(error).__name__}")
+        self.error = error
+        super().__init__(error if error is not None else f"retry after {self.after} s")
+
+    def __repr__(self) -> str:
+        return f"Retry(after={self.after!r}, error={self.error!r})"
+
+
+class Snooze(AlkstoreError):
+    """Raised by a handler or task: put the job back for ``seconds`` (or a
+    ``timedelta``), **without** counting the attempt — "not now", not "failed"."""
+
+    def __init__(self, seconds: float | timedelta) -> None:
+        self.seconds = _seconds("seconds", seconds)
+        super().__init__(f"snoozed for {self.seconds} s")
+
+    def __repr__(self) -> str:
+        return f"Snooze({self.seconds!r})"
 
 
 class DatabaseError(AlkstoreError):

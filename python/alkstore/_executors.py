@@ -48,7 +48,7 @@ class Call(Generic[T]):
     one done callback, ``result()`` once done (raising what the call raised,
     or ``CancelledError``)."""
 
-    __slots__ = ("_callback", "_error", "_fn", "_lock", "_state", "_value")
+    __slots__ = ("_abandoned", "_callback", "_error", "_fn", "_lock", "_state", "_value")
 
     def __init__(self, fn: Callable[[], T]) -> None:
         self._fn = fn
@@ -57,12 +57,14 @@ class Call(Generic[T]):
         self._value: T | None = None
         self._error: BaseException | None = None
         self._callback: Callable[[Call[T]], object] | None = None
+        self._abandoned = False
 
-    def run(self) -> None:
-        """On a pool thread: calls the function unless cancelled first."""
+    def run(self) -> bool:
+        """On a pool thread: calls the function unless cancelled first.
+        Returns whether the call was abandoned while it ran."""
         with self._lock:
             if self._state != _PENDING:
-                return
+                return False
             self._state = _RUNNING
         try:
             self._value = self._fn()
@@ -75,7 +77,18 @@ class Call(Generic[T]):
         with self._lock:
             self._state = _FINISHED
             callback, self._callback = self._callback, None
+            abandoned = self._abandoned
         self._finish(callback)
+        return abandoned
+
+    def abandon(self) -> bool:
+        """Marks a running call as one nobody waits for any more (its job
+        timed out); False when it is not running."""
+        with self._lock:
+            if self._state != _RUNNING:
+                return False
+            self._abandoned = True
+            return True
 
     def cancel(self) -> bool:
         """Stops a call that has not started; False once it runs or ran."""
@@ -127,7 +140,7 @@ class ThreadPool:
     def __init__(self, size: int, name: str) -> None:
         self._size = size
         self._name = name
-        self._work: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._work: queue.SimpleQueue[Call[Any] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0
@@ -143,15 +156,27 @@ class ThreadPool:
                 self._idle -= 1  # a waiting thread takes this item
         if grow:
             threading.Thread(target=self._serve, name=f"{self._name}-{self._threads}", daemon=True).start()
-        self._work.put(call.run)
+        self._work.put(call)
         return call
+
+    def abandon(self, call: Call[Any]) -> None:
+        """``call`` runs on past its job's timeout and nobody waits for it:
+        one more thread may serve meanwhile, and the abandoned one ends with
+        its call."""
+        if call.abandon():
+            with self._lock:
+                self._size += 1
 
     def _serve(self) -> None:
         while True:
             item = self._work.get()
             if item is None:
                 return
-            item()
+            if item.run():
+                with self._lock:  # an abandoned call: its extra place goes with its thread
+                    self._size -= 1
+                    self._threads -= 1
+                return
             with self._lock:
                 self._idle += 1
 

@@ -1,25 +1,27 @@
-"""Running user code for a claimed job: the one place that turns a return,
-an exception or ``Fail`` into ack / retry / dead, and keeps the lease alive
-while the code runs. Used by ``Outbox.deliver`` and ``Worker``.
+"""Running user code for a claimed job: the one place that turns a return or
+an exception into ack / retry / dead / snooze, and keeps the lease alive
+while the code runs. Used by ``Outbox.deliver``, ``Worker`` and
+``alkstore.testing.drain``.
 
-Outcomes (SPEC §7, §11):
+Outcomes (SPEC §7, §11, §22):
 
-* return            → ``ack``
-* ``alkstore.Fail`` → ``fail(str(exc))``: dead now
-* other exception   → ``retry(repr(exc))`` on the engine's curve (dead at budget)
+* return                 → ``ack``
+* ``alkstore.Fail``      → ``fail(str(exc))``: dead now
+* ``alkstore.Retry``     → ``retry(error, delay=after)``: the attempt counts
+* ``alkstore.Snooze``    → ``snooze(seconds)``: back later, the attempt refunded
+* past the timeout       → ``retry("timed out after N s")``
+* cancelled meanwhile    → nothing to settle (the row is gone): ``cancelled``
+* other exception        → ``retry(repr(exc))`` on the engine's curve (dead at budget)
 
 The code may settle the job itself first — ``job.ack(tx=tx)`` to complete it
-with its own business write, ``job.retry(delay=...)`` to snooze it — and
+with its own business write, ``job.retry(delay=...)`` to put it off — and
 then the outcome is what it did; only a job nobody settled while the lease
 held is ``lost``.
 
 While the code runs, its lease is renewed every third of the job's
-visibility timeout, so slow work is not reclaimed and run twice. One
-heartbeat thread per process serves every running job from a timetable
-(starting and joining a thread per job cost more CPU than the job's own
-claim and ack). A heartbeat that is refused (the lease lapsed or the job was
-cancelled) ends that job's beats; the outcome's op then returns False and
-changes nothing.
+visibility timeout (``alkstore._beats``), so slow work is not reclaimed and
+run twice; a refused heartbeat whose row is gone means the job was cancelled:
+``job.cancel_requested`` turns true and an ``async def`` handler is cancelled.
 
 Settling is tried again when it fails for a moment (``DatabaseError.transient``:
 a SQLite file whose write lock the application held past ``busy_timeout_ms``,
@@ -32,23 +34,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
-import itertools
+import contextvars
 import logging
-import os
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
 from alkstore._aio import release
+from alkstore._beats import BEATS, Entry, beat_interval, may_hold
 from alkstore._core import JobHandle
-from alkstore._errors import DatabaseError, Fail, StoreClosed
+from alkstore._errors import DatabaseError, Fail, Retry, Snooze
 
-__all__ = ["Ack", "OnRetry", "Outcome", "heartbeating", "run_async", "run_sync", "settle"]
+__all__ = [
+    "Ack",
+    "OnRetry",
+    "OnTimeout",
+    "Outcome",
+    "TimedOut",
+    "current_job",
+    "heartbeating",
+    "run_async",
+    "run_sync",
+    "settle",
+]
 
-Outcome = Literal["acked", "retried", "failed", "released", "lost"]
+Outcome = Literal["acked", "retried", "failed", "released", "snoozed", "cancelled", "lost"]
 
 #: What ``JobHandle._settled`` says the code itself did.
 _SETTLED: dict[str | None, Outcome] = {
@@ -56,10 +67,9 @@ _SETTLED: dict[str | None, Outcome] = {
     "retried": "retried",
     "failed": "failed",
     "released": "released",
+    "snoozed": "snoozed",
 }
 
-#: Never heartbeat more often than this, whatever the lease.
-_MIN_BEAT_S = 1.0
 #: The first pause before settling again after a transient error; it doubles
 #: up to the second, and the heartbeats go on meanwhile.
 _SETTLE_PAUSE_S = 0.05
@@ -67,124 +77,37 @@ _SETTLE_PAUSE_MAX_S = 1.0
 
 log = logging.getLogger("alkstore.worker")
 
-# The slots of a timetable entry (a list, so the heap orders entries by due
-# time, then by sequence number).
-_DUE, _SEQ, _JOB, _EVERY, _LIVE, _RENEWED, _REFUSED = range(7)
+#: The job the code running in this context was handed (``alkstore.current_job``).
+_CURRENT: contextvars.ContextVar[JobHandle] = contextvars.ContextVar("alkstore_current_job")
 
 
-def _beat_interval(job: JobHandle) -> float:
-    return max(_MIN_BEAT_S, job._lease_s / 3)
+def current_job() -> JobHandle:
+    """The job whose handler or task is running in this thread or task;
+    ``LookupError`` outside one."""
+    try:
+        return _CURRENT.get()
+    except LookupError:
+        raise LookupError(
+            "no alkstore job is running here (current_job() is for handlers and tasks)"
+        ) from None
 
 
-class _Beats:
-    """The process's heartbeat timetable: one thread renews every registered
-    lease when it falls due, and sleeps while nothing is registered."""
+class TimedOut(Exception):
+    """The code ran past its ``timeout``: retried, the message as ``last_error``."""
 
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        # Entries (the _DUE… slots): ordered by due time; a removed entry
-        # is marked dead and dropped when it reaches the top.
-        self._heap: list[list[Any]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-        self._dead = 0
-        # The thread sleeps with no timeout only when parked (nothing was
-        # registered for a whole _MIN_BEAT_S); else it looks at least every
-        # _MIN_BEAT_S, which is never later than a new entry falls due.
-        self._parked = False
-
-    def reset_in_child(self) -> None:
-        """After fork: the parent's jobs are not the child's to keep alive,
-        its thread did not come along, and its lock may have been held."""
-        self._cond = threading.Condition()
-        self._heap = []
-        self._thread = None
-        self._dead = 0
-        self._parked = False
-
-    def add(self, job: JobHandle, every: float) -> list[Any]:
-        now = time.monotonic()
-        # _RENEWED: when the lease was last known to hold (the claim, then
-        # each heartbeat that landed); _REFUSED: a heartbeat said it no longer does.
-        entry = [now + every, next(self._seq), job, every, True, now, False]
-        with self._cond:
-            heapq.heappush(self._heap, entry)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="alkstore-heartbeat", daemon=True)
-                self._thread.start()
-            elif self._parked or every < _MIN_BEAT_S:
-                # Waking the thread for every short job handed it the GIL
-                # twice per job (a third of a busy Worker's CPU); a thread
-                # that is not parked wakes in time by itself.
-                self._parked = False
-                self._cond.notify()
-        return entry
-
-    def remove(self, entry: list[Any]) -> None:
-        # A beat already on its way only renews a lease the outcome ends.
-        with self._cond:
-            entry[_LIVE] = False
-            entry[_JOB] = None  # a dead entry may wait long for compaction: not with the job
-            self._dead += 1
-            # Dead entries wait for their due time to be dropped; at thousands
-            # of short jobs a second that is a heap mostly of the dead.
-            if self._dead > 1024 and self._dead * 2 > len(self._heap):
-                self._heap = [e for e in self._heap if e[_LIVE]]
-                heapq.heapify(self._heap)
-                self._dead = 0
-
-    def _run(self) -> None:
-        idle = False  # the last look found nothing registered
-        while True:
-            with self._cond:
-                while True:
-                    while self._heap and not self._heap[0][_LIVE]:
-                        heapq.heappop(self._heap)
-                        self._dead = max(0, self._dead - 1)
-                    if not self._heap:
-                        if idle:  # empty for a whole beat: sleep until add() wakes us
-                            self._parked = True
-                            while self._parked:
-                                self._cond.wait()
-                        else:
-                            self._cond.wait(_MIN_BEAT_S)
-                        idle = not idle
-                        continue
-                    idle = False
-                    wait = self._heap[0][_DUE] - time.monotonic()
-                    if wait <= 0:
-                        entry = heapq.heappop(self._heap)
-                        job, every = entry[_JOB], entry[_EVERY]  # under the lock: remove() clears the job
-                        break
-                    self._cond.wait(min(wait, _MIN_BEAT_S))
-            try:
-                alive = bool(job.heartbeat())
-                if alive:
-                    entry[_RENEWED] = time.monotonic()
-                else:
-                    entry[_REFUSED] = True
-            except StoreClosed:  # nothing can land any more: no beats either
-                alive = False
-            except Exception:  # a transient database error: try again next beat
-                alive = True
-            if alive and entry[_LIVE]:
-                entry[_DUE] = time.monotonic() + every
-                with self._cond:
-                    heapq.heappush(self._heap, entry)
-
-
-_BEATS = _Beats()
-os.register_at_fork(after_in_child=_BEATS.reset_in_child)
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"timed out after {seconds:g} s")
+        self.seconds = seconds
 
 
 @contextmanager
 def heartbeating(job: JobHandle) -> Iterator[None]:
     """Renews ``job``'s lease in the background for the duration of the block."""
-    entry = _BEATS.add(job, _beat_interval(job))
+    entry = BEATS.add(job, beat_interval(job))
     try:
         yield
     finally:
-        _BEATS.remove(entry)
+        BEATS.remove(entry)
 
 
 #: An ack that may do more in the same transaction (the Worker claims its
@@ -192,22 +115,16 @@ def heartbeating(job: JobHandle) -> Iterator[None]:
 #: ``job.ack()``.
 Ack = Callable[[JobHandle], "bool | None"]
 
-
 #: Called once per settle tried again after a transient error (the Worker counts them).
 OnRetry = Callable[[], None]
 
-
-def _may_hold(job: JobHandle, beat: list[Any] | None) -> bool:
-    """Whether ``job``'s lease may still hold: no heartbeat was refused and
-    the last one that landed (or the claim) is less than a lease ago."""
-    if beat is None or beat[_REFUSED]:
-        return False
-    renewed: float = beat[_RENEWED]
-    return time.monotonic() - renewed < job._lease_s
+#: Called on the timetable's thread when a sync run's timeout settled the job
+#: while its thread runs on: the outcome the timeout gave it.
+OnTimeout = Callable[[Outcome], None]
 
 
 def _land(
-    what: str, op: Callable[[], bool], job: JobHandle, beat: list[Any] | None, on_retry: OnRetry | None
+    what: str, op: Callable[[], bool], job: JobHandle, beat: Entry | None, on_retry: OnRetry | None
 ) -> bool:
     """Runs the settling ``op``, again after each transient error while the
     lease may hold; False once it cannot hold any more (the job is lost)."""
@@ -219,7 +136,7 @@ def _land(
         except DatabaseError as exc:
             if not exc.transient:
                 raise
-            if not _may_hold(job, beat):
+            if not may_hold(job, beat):
                 log.error(
                     "job %d of %r: the %s failed (%s) until its lease could no longer hold; "
                     "it will run again once the lease lapses",
@@ -252,13 +169,15 @@ def settle(
     job: JobHandle,
     error: BaseException | None,
     ack: Ack | None = None,
-    beat: list[Any] | None = None,
+    beat: Entry | None = None,
     on_retry: OnRetry | None = None,
 ) -> Outcome:
-    """Records the outcome of running ``job``: ack, fail or retry. ``beat``,
-    the job's heartbeat entry (still beating), lets a transient failure be
-    tried again while the lease may hold."""
+    """Records the outcome of running ``job`` (see the module's table).
+    ``beat``, the job's heartbeat entry (still beating), lets a transient
+    failure be tried again while the lease may hold."""
     outcome: Outcome
+    if job.cancel_requested and job._settled is None:
+        return "cancelled"  # its row is gone: nothing to settle, nothing to run again
     if error is None:
         landed = None if ack is None else ack(job)
         if landed is None:
@@ -267,27 +186,75 @@ def settle(
     elif isinstance(error, Fail):
         message = str(error)
         landed, outcome = _land("fail", lambda: job.fail(message), job, beat, on_retry), "failed"
+    elif isinstance(error, Snooze):
+        seconds = error.seconds
+        landed, outcome = _land("snooze", lambda: job.snooze(seconds), job, beat, on_retry), "snoozed"
+    elif isinstance(error, Retry):
+        message, after = error.error if error.error is not None else repr(error), error.after
+        landed = _land("retry", lambda: job.retry(message, delay=after), job, beat, on_retry)
+        outcome = "retried"
     else:
-        message = repr(error)
+        message = str(error) if isinstance(error, TimedOut) else repr(error)
         landed, outcome = _land("retry", lambda: job.retry(message), job, beat, on_retry), "retried"
     if landed:
         return outcome
     # Nothing left to settle: the code did it through this handle (its
-    # outcome counts), or the lease lapsed or the job was cancelled (lost).
-    # (A handler's op inside a transaction that then rolled back still
-    # reads as settled; our own op lands in that case unless the lease
-    # lapsed too.)
-    return _SETTLED.get(job._settled, "lost")
+    # outcome counts), or the job was cancelled while its lease held (its
+    # row is gone), or the lease lapsed (lost: it runs again). (A handler's
+    # op inside a transaction that then rolled back still reads as settled;
+    # our own op lands in that case unless the lease lapsed too.)
+    done = _SETTLED.get(job._settled)
+    if done is not None:
+        return done
+    if may_hold(job, beat) and _gone(job):
+        job._request_cancel()
+        return "cancelled"
+    return "lost"
+
+
+def _gone(job: JobHandle) -> bool:
+    try:
+        return job._gone()
+    except Exception:
+        return False
+
+
+def _time_out(job: JobHandle, seconds: float, on_timeout: OnTimeout | None) -> Callable[[], None]:
+    """The alarm of a sync run's ``timeout``: its thread cannot be stopped, so
+    the job is retried now (the handle is marked so cooperative code can
+    stop) and whatever the thread does later lands nowhere."""
+
+    def fire() -> None:
+        job._request_cancel()
+        try:
+            landed = job.retry(str(TimedOut(seconds)))
+        except Exception as exc:  # the lease is left to lapse, as after a crash
+            log.warning("job %d of %r: timed out, and the retry failed: %s", job.id, job.queue, exc)
+            return
+        if landed:
+            log.warning("job %d of %r timed out after %g s; retried", job.id, job.queue, seconds)
+            if on_timeout is not None:
+                on_timeout("retried")
+
+    return fire
 
 
 def run_sync(
-    job: JobHandle, fn: Callable[[JobHandle], Any], ack: Ack | None = None, on_retry: OnRetry | None = None
+    job: JobHandle,
+    fn: Callable[[JobHandle], Any],
+    ack: Ack | None = None,
+    on_retry: OnRetry | None = None,
+    timeout: float | None = None,
+    on_timeout: OnTimeout | None = None,
 ) -> Outcome:
     """Runs ``fn(job)`` with heartbeats and settles the job by its outcome
     (a return acks through ``ack`` when given); the heartbeats go on until
-    the outcome landed."""
+    the outcome landed. Past ``timeout`` seconds the job is retried at once
+    and ``on_timeout`` told; the code's own outcome then lands nowhere."""
     # heartbeating() spelled out: this runs once per job on the Worker's hot path.
-    entry = _BEATS.add(job, _beat_interval(job))
+    entry = BEATS.add(job, beat_interval(job), job._request_cancel)
+    alarm = None if timeout is None else BEATS.alarm(timeout, _time_out(job, timeout, on_timeout))
+    token = _CURRENT.set(job)
     try:
         try:
             fn(job)
@@ -295,34 +262,59 @@ def run_sync(
             error: BaseException | None = exc
         else:
             error = None
+        finally:
+            _CURRENT.reset(token)
+            if alarm is not None:
+                BEATS.remove(alarm)
         return settle(job, error, ack, entry, on_retry)
     finally:
-        _BEATS.remove(entry)
+        BEATS.remove(entry)
 
 
 async def run_async(
-    job: JobHandle, fn: Callable[[JobHandle], Awaitable[Any]], on_retry: OnRetry | None = None
+    job: JobHandle,
+    fn: Callable[[JobHandle], Awaitable[Any]],
+    on_retry: OnRetry | None = None,
+    timeout: float | None = None,
 ) -> Outcome:
     """The asyncio twin of :func:`run_sync`; database calls leave the loop free.
 
-    Cancelled while ``fn`` runs, it gives the job back (pending at once,
-    attempt refunded) before re-raising: nobody would settle it otherwise,
-    and it would sit leased to nobody until the lease lapsed.
+    Past ``timeout`` the code is cancelled and the job retried; a job
+    cancelled by another party has its code cancelled and ends ``cancelled``.
+    Cancelled from outside while ``fn`` runs (a Worker's shutdown), it gives
+    the job back (pending at once, attempt refunded) before re-raising:
+    nobody would settle it otherwise, and it would sit leased to nobody until
+    the lease lapsed.
     """
     loop = asyncio.get_running_loop()
-    entry = _BEATS.add(job, _beat_interval(job))
+    task = asyncio.current_task()
+    assert task is not None
+
+    def gone() -> None:  # on the timetable's thread
+        job._request_cancel()
+        loop.call_soon_threadsafe(task.cancel)
+
+    entry = BEATS.add(job, beat_interval(job), gone)
+    token = _CURRENT.set(job)
     try:
+        error: BaseException | None = None
         try:
-            await fn(job)
+            async with asyncio.timeout(timeout) as limit:
+                await fn(job)
+        except TimeoutError as exc:
+            error = TimedOut(timeout) if timeout is not None and limit.expired() else exc
         except asyncio.CancelledError:
+            if job.cancel_requested:
+                task.uncancel()  # this task asked for it: what follows is not cancelled
+                return "cancelled"
             # A second cancellation stops this wait, not the release.
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(loop.run_in_executor(None, release, job))
             raise
         except Exception as exc:
-            error: BaseException | None = exc
-        else:
-            error = None
+            error = exc
+        finally:
+            _CURRENT.reset(token)
         return await loop.run_in_executor(None, settle, job, error, None, entry, on_retry)
     finally:
-        _BEATS.remove(entry)
+        BEATS.remove(entry)

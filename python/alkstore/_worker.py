@@ -22,9 +22,10 @@ import os
 import socket
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from alkstore._core import _MAX_NAME_CHARS, Queue, StopToken, Store, _validate_name
+from alkstore._core import _MAX_NAME_CHARS, Queue, StopToken, Store, _timeout, _validate_name
 from alkstore._dispatch import Handler, Run
 from alkstore._errors import StoreClosed
 from alkstore._signals import handling
@@ -194,12 +195,16 @@ class Worker:
         max_attempts: int | None = None,
         backoff_base_s: float | None = None,
         dead_letter_retention_s: float | None = None,
+        timeout: float | timedelta | None = None,
     ) -> Callable[[F], F]:
         """Registers ``fn(payload, job)`` (plain or ``async def``) for ``queue``.
 
         The options are validated as ``store.queue`` does; like any queue
         handle's, they are stamped only on jobs enqueued through this handle
         (``worker.queue(name).enqueue(...)``), never on jobs already stored.
+        ``timeout`` (seconds): an ``async def`` handler is cancelled past it,
+        a sync one's outcome is discarded (its thread cannot be stopped); the
+        job is retried either way, ``last_error`` naming the timeout.
         """
         q = self._store.queue(
             queue,
@@ -208,19 +213,25 @@ class Worker:
             backoff_base_s=backoff_base_s,
             dead_letter_retention_s=dead_letter_retention_s,
         )
+        limit = None if timeout is None else _timeout("timeout", timeout)
 
         def register(fn: F) -> F:
             if not callable(fn):
                 raise TypeError(f"a handler must be callable, got {type(fn).__name__}")
-            with self._lock:
-                if self._run is not None:
-                    raise RuntimeError("cannot register handlers while the worker runs")
-                if queue in self._handlers:
-                    raise ValueError(f"queue {queue!r} already has a handler")
-                self._handlers[queue] = Handler(q, fn, _is_async(fn))
+            self._add(Handler(q, fn, _is_async(fn), limit))
             return fn
 
         return register
+
+    def _add(self, handler: Handler) -> None:
+        """Registers ``handler`` for its queue (``handler`` and the task registry)."""
+        queue = handler.queue.name
+        with self._lock:
+            if self._run is not None:
+                raise RuntimeError("cannot register handlers while the worker runs")
+            if queue in self._handlers:
+                raise ValueError(f"queue {queue!r} already has a handler")
+            self._handlers[queue] = handler
 
     def stop(self) -> None:
         """Asks a running ``run`` to stop, as SIGTERM does; a second call skips the grace."""

@@ -16,6 +16,7 @@ macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; ha
     a_stale_handle_is_fenced, heartbeat_is_absolute_and_late_heartbeat_is_refused,
     retry_goes_back_to_pending_then_dead_at_budget, retry_delay_is_explicit_or_the_core_curve,
     fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
+    snooze_puts_the_job_back_for_later_without_counting_the_attempt,
     cancel_then_ack_is_false, ack_batch_counts_only_valid_handles,
     handle_lock_and_wait_arguments_are_bounded, ack_then_claim_acks_and_claims_in_one_go,
     ack_then_claim_of_a_stale_handle_still_claims, ack_then_claim_claims_nothing_it_may_not,
@@ -150,6 +151,27 @@ pub fn release_refunds_the_attempt_not_the_token<H: Harness>(db: &Db<H>) -> Test
     let b = db.take("q", "w")?;
     assert_eq!((b.attempts, b.claim_token), (1, 2));
     assert_eq!(s.ack(None, &[&a])?, 0, "the released handle stays fenced");
+    assert_eq!(s.ack(None, &[&b])?, 1);
+    Ok(())
+}
+
+/// SPEC §22: `raise alkstore.Snooze(s)` — a release that waits.
+pub fn snooze_puts_the_job_back_for_later_without_counting_the_attempt<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    // A budget of one: a counted attempt would leave nothing to claim with.
+    let id = db.put("q", &QueueOpts { max_attempts: 1, ..opts() }, "x")?;
+    let a = db.take("q", "w")?;
+    let before = db.now()?;
+    assert!(s.snooze(&a, 60)?);
+    assert!(!s.snooze(&a, 60)?, "fenced like any handle op");
+    let row = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!((row.state, row.attempts, row.worker_id.as_deref(), row.deadline), (JobState::Pending, 0, None, None));
+    assert!((before + 60..=before + 61).contains(&row.run_at), "ready a minute on: {}", row.run_at - before);
+    assert!(s.claim("q", "w", 1)?.is_empty(), "not before its time");
+    db.clock(61)?;
+    let b = db.take("q", "w")?;
+    assert_eq!((b.attempts, b.claim_token), (1, 2), "the attempt came back, the token did not");
+    assert_eq!(s.ack(None, &[&a])?, 0);
     assert_eq!(s.ack(None, &[&b])?, 1);
     Ok(())
 }

@@ -1,13 +1,13 @@
 //! `JobHandle`: what a claim returns; every op is fenced by the claim token.
 
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use alkstore_core::{Claimed, Store as CoreStore};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 
-use crate::convert::{opt_duration, to_datetime, to_opt_datetime};
+use crate::convert::{duration, opt_duration, to_datetime, to_opt_datetime};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::json;
@@ -25,20 +25,32 @@ pub struct JobHandle {
     /// `SETTLED`'s indexes), so a runner whose own op finds the job already
     /// settled can tell the handler's outcome from a lost lease.
     settled: AtomicU8,
+    /// Set by the Worker running the job when it learns the job was
+    /// cancelled (SPEC §22): what `cancel_requested` reads.
+    cancel_requested: AtomicBool,
     payload: OnceLock<Py<PyAny>>,
 }
 
 /// What `_settled` reports for each value of `JobHandle::settled`.
-const SETTLED: [Option<&str>; 5] = [None, Some("acked"), Some("retried"), Some("failed"), Some("released")];
+const SETTLED: [Option<&str>; 6] =
+    [None, Some("acked"), Some("retried"), Some("failed"), Some("released"), Some("snoozed")];
 const ACKED: u8 = 1;
 const RETRIED: u8 = 2;
 const FAILED: u8 = 3;
 const RELEASED: u8 = 4;
+const SNOOZED: u8 = 5;
 
 impl JobHandle {
     pub(crate) fn new(store: Arc<CoreStore>, claimed: Claimed) -> Self {
         let deadline = AtomicI64::new(claimed.deadline);
-        JobHandle { store, claimed, deadline, settled: AtomicU8::new(0), payload: OnceLock::new() }
+        JobHandle {
+            store,
+            claimed,
+            deadline,
+            settled: AtomicU8::new(0),
+            cancel_requested: AtomicBool::new(false),
+            payload: OnceLock::new(),
+        }
     }
 
     /// Records `op` when it landed (inside a caller's transaction: when its
@@ -166,6 +178,36 @@ impl JobHandle {
     fn release(&self, py: Python<'_>) -> PyResult<bool> {
         let landed = exit::detach(py, || self.store.release(&self.claimed)).py()?;
         Ok(self.note(landed, RELEASED))
+    }
+
+    /// Back to pending, ready after `delay` (seconds or a timedelta), with
+    /// the attempt refunded: the job is put off, not retried (SPEC §22's
+    /// `Snooze`). Fenced like every handle op.
+    fn snooze(&self, py: Python<'_>, delay: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let d = duration(delay, "delay")?;
+        let landed = exit::detach(py, || self.store.snooze(&self.claimed, d)).py()?;
+        Ok(self.note(landed, SNOOZED))
+    }
+
+    /// Whether the job was cancelled while it ran (`q.cancel(id)` of a
+    /// processing job): the Worker running it sets this within one
+    /// heartbeat, and a sync handler that looks at it can stop early.
+    #[getter]
+    fn cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::Relaxed)
+    }
+
+    /// Marks the job cancelled (the Worker's runner, not public).
+    fn _request_cancel(&self) {
+        self.cancel_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the job's row is gone, live and dead storage alike: after a
+    /// refused heartbeat, what tells a cancel (the row deleted) from a lapsed
+    /// lease or a sweep (the row still there). For the runner, not public.
+    fn _gone(&self, py: Python<'_>) -> PyResult<bool> {
+        let (queue, id) = (&self.claimed.queue, self.claimed.id);
+        Ok(exit::detach(py, || self.store.get_job(None, queue, id)).py()?.is_none())
     }
 
     /// The stamped lease length in seconds, for the runner's heartbeat

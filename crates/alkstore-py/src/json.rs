@@ -23,9 +23,90 @@ static SCAN: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 /// Encodes `obj` as JSON text.
 pub fn encode(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    encode_at(obj, "payload")
+}
+
+/// Encodes `obj` as JSON text; a refusal names where in `obj` it is, from
+/// `root` (`payload.to[2]`, `kwargs.when`), so a task can say which argument.
+pub fn encode_at(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
     let mut out = String::with_capacity(64);
-    write_value(obj, &mut out, 0)?;
-    Ok(out)
+    match write_value(obj, &mut out, 0) {
+        Ok(()) => Ok(out),
+        Err(Refused::Py(e)) => Err(e),
+        Err(Refused::At { path, why, kind }) => {
+            let mut at = root.to_owned();
+            for seg in path.iter().rev() {
+                seg.write(&mut at);
+            }
+            let msg = why.replace("{at}", &at);
+            Err(match kind {
+                Kind::Type => PyTypeError::new_err(msg),
+                Kind::Value => PyValueError::new_err(msg),
+            })
+        }
+    }
+}
+
+/// A value the encoder refused, and where: the path is collected on the way
+/// back out of the recursion (innermost first), so a payload that encodes
+/// pays nothing for it.
+enum Refused {
+    /// A refusal with its message, `{at}` standing for the path.
+    At { path: Vec<Seg>, why: String, kind: Kind },
+    /// Python raised while we looked at a value.
+    Py(PyErr),
+}
+
+enum Kind {
+    Type,
+    Value,
+}
+
+/// One step into a value: a dict key or a sequence index.
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+impl Seg {
+    fn write(&self, out: &mut String) {
+        match self {
+            // `.name` when the key reads as a name, else `['key']`.
+            Seg::Key(k)
+                if k.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && k.chars().all(|c| c.is_alphanumeric() || c == '_') =>
+            {
+                let _ = write!(out, ".{k}");
+            }
+            Seg::Key(k) => {
+                let _ = write!(out, "[{k:?}]");
+            }
+            Seg::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+}
+
+impl From<PyErr> for Refused {
+    fn from(e: PyErr) -> Self {
+        Refused::Py(e)
+    }
+}
+
+fn refuse(kind: Kind, why: String) -> Refused {
+    Refused::At { path: Vec::new(), why, kind }
+}
+
+/// Adds `seg` to a refusal coming out of a nested value.
+fn inside(e: Refused, seg: Seg) -> Refused {
+    match e {
+        Refused::At { mut path, why, kind } => {
+            path.push(seg);
+            Refused::At { path, why, kind }
+        }
+        other => other,
+    }
 }
 
 /// Decodes JSON text written by [`encode`].
@@ -72,11 +153,12 @@ fn scanner(py: Python<'_>) -> PyResult<&Option<Py<PyAny>>> {
     })
 }
 
-fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResult<()> {
+fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result<(), Refused> {
     if depth > MAX_DEPTH {
-        return Err(PyValueError::new_err(format!(
+        // The path of a cycle would be as long as the limit: name only where it starts.
+        return Err(Refused::Py(PyValueError::new_err(format!(
             "payload nests deeper than {MAX_DEPTH} levels (or contains a cycle)"
-        )));
+        ))));
     }
     if obj.is_none() {
         out.push_str("null");
@@ -97,7 +179,7 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResu
     } else if let Ok(f) = obj.cast::<PyFloat>() {
         let v = f.value();
         if !v.is_finite() {
-            return Err(PyValueError::new_err(format!("payload contains {v}: NaN and Infinity are not valid JSON")));
+            return Err(refuse(Kind::Value, format!("{{at}} is {v}: NaN and Infinity are not valid JSON")));
         }
         // Shortest round-trip form; always has '.' or 'e', so it decodes as a float.
         out.push_str(ryu::Buffer::new().format_finite(v));
@@ -105,17 +187,17 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResu
         out.push('{');
         for (i, (k, v)) in d.iter().enumerate() {
             let Ok(key) = k.cast::<PyString>() else {
-                return Err(PyTypeError::new_err(format!(
-                    "payload dict keys must be str, got a key of type {}",
-                    k.get_type().name()?
-                )));
+                return Err(refuse(
+                    Kind::Type,
+                    format!("{{at}} has a dict key of type {}: JSON object keys must be str", k.get_type().name()?),
+                ));
             };
             if i > 0 {
                 out.push(',');
             }
             write_str(key, out)?;
             out.push(':');
-            write_value(&v, out, depth + 1)?;
+            write_value(&v, out, depth + 1).map_err(|e| inside(e, Seg::Key(key.to_string_lossy().into_owned())))?;
         }
         out.push('}');
     } else if let Ok(l) = obj.cast::<PyList>() {
@@ -123,21 +205,28 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> PyResu
     } else if let Ok(t) = obj.cast::<PyTuple>() {
         write_seq(t.iter(), out, depth)?;
     } else {
-        return Err(PyTypeError::new_err(format!(
-            "payload is not JSON-serialisable: object of type {} (use dict, list, str, int, float, bool or None)",
-            obj.get_type().name()?
-        )));
+        return Err(refuse(
+            Kind::Type,
+            format!(
+                "{{at}} is not JSON-serialisable: object of type {} (use dict, list, str, int, float, bool or None)",
+                obj.get_type().name()?
+            ),
+        ));
     }
     Ok(())
 }
 
-fn write_seq<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, out: &mut String, depth: usize) -> PyResult<()> {
+fn write_seq<'py>(
+    items: impl Iterator<Item = Bound<'py, PyAny>>,
+    out: &mut String,
+    depth: usize,
+) -> Result<(), Refused> {
     out.push('[');
     for (i, item) in items.enumerate() {
         if i > 0 {
             out.push(',');
         }
-        write_value(&item, out, depth + 1)?;
+        write_value(&item, out, depth + 1).map_err(|e| inside(e, Seg::Index(i)))?;
     }
     out.push(']');
     Ok(())

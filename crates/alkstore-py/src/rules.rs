@@ -43,6 +43,46 @@ fn _outbox_of(queue: &str) -> Option<&str> {
     outbox_of(queue)
 }
 
+/// `obj` (seconds or a `timedelta`) as whole seconds, rounded up, under the
+/// one duration bound; the ValueError / TypeError names `what`
+/// (`alkstore.Retry(after=…)`, `alkstore.Snooze(…)`).
+#[pyfunction]
+fn _duration(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    crate::convert::duration(obj, what)
+}
+
+/// A handler's or task's `timeout`: seconds (int or float) or a `timedelta`,
+/// more than zero, under the one bound for waits; kept fractional.
+#[pyfunction]
+fn _timeout(what: &str, obj: &Bound<'_, PyAny>) -> PyResult<f64> {
+    let d = crate::convert::wait(obj, what)?;
+    if d.is_zero() {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("{what} must be more than 0 seconds")));
+    }
+    Ok(d.as_secs_f64())
+}
+
+/// Raises what `store.queue(...)` raises for these queue options (a task
+/// checks its options when it is registered, before any store is at hand).
+#[pyfunction]
+#[pyo3(signature = (visibility_timeout_s=None, max_attempts=None, backoff_base_s=None, dead_letter_retention_s=None))]
+fn _check_queue_options(
+    visibility_timeout_s: Option<&Bound<'_, PyAny>>,
+    max_attempts: Option<&Bound<'_, PyAny>>,
+    backoff_base_s: Option<&Bound<'_, PyAny>>,
+    dead_letter_retention_s: Option<&Bound<'_, PyAny>>,
+) -> PyResult<()> {
+    crate::store::queue_opts(visibility_timeout_s, max_attempts, backoff_base_s, dead_letter_retention_s).map(drop)
+}
+
+/// Raises what `enqueue` would raise for `value` in a payload, naming its
+/// place from `root` (`kwargs.when`): tasks check their arguments with it
+/// before anything is written.
+#[pyfunction]
+fn _check_json(value: &Bound<'_, PyAny>, root: &str) -> PyResult<()> {
+    crate::json::encode_at(value, root).map(drop)
+}
+
 /// Adds the rules to the module. `setattr`, not `add`: `add` would list
 /// them in `__all__`, which names the public API.
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -50,6 +90,10 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.setattr("_batch_size", wrap_pyfunction!(_batch_size, m)?)?;
     m.setattr("_parse_target", wrap_pyfunction!(_parse_target, m)?)?;
     m.setattr("_outbox_of", wrap_pyfunction!(_outbox_of, m)?)?;
+    m.setattr("_duration", wrap_pyfunction!(_duration, m)?)?;
+    m.setattr("_check_json", wrap_pyfunction!(_check_json, m)?)?;
+    m.setattr("_timeout", wrap_pyfunction!(_timeout, m)?)?;
+    m.setattr("_check_queue_options", wrap_pyfunction!(_check_queue_options, m)?)?;
     m.setattr("_MAX_NAME_CHARS", MAX_NAME_CHARS)?;
     m.setattr("_MAX_BATCH", MAX_BATCH)?;
     m.setattr("_MAX_READ", MAX_READ)?;

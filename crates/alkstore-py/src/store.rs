@@ -48,7 +48,7 @@ fn option_value(key: &str, v: &Bound<'_, PyAny>) -> PyResult<OptValue> {
 
 /// Queue options from `store.queue()` / `store.outbox()` keywords; None
 /// keeps the derived default (vt 300 s, 3 attempts, base 5 s, keep dead rows).
-fn queue_opts(
+pub(crate) fn queue_opts(
     visibility_timeout_s: Option<&Bound<'_, PyAny>>,
     max_attempts: Option<&Bound<'_, PyAny>>,
     backoff_base_s: Option<&Bound<'_, PyAny>>,

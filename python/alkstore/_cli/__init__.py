@@ -99,9 +99,32 @@ def _parser() -> argparse.ArgumentParser:
         "--path", default=None, help="SQLite file to use (default: a new file in a fresh temp dir)"
     )
 
-    worker = commands.add_parser("worker", help="run a Worker until SIGTERM or Ctrl-C")
+    worker = commands.add_parser(
+        "worker",
+        help="run a Worker (MODULE:ATTR), or a task registry (URL --tasks MODULE:ATTR), until SIGTERM",
+    )
     worker.add_argument(
-        "spec", metavar="MODULE:ATTR", help="where the alkstore.Worker is, e.g. myapp.tasks:worker"
+        "spec",
+        metavar="MODULE:ATTR | URL",
+        help="where the alkstore.Worker is, e.g. myapp.tasks:worker; with --tasks, the store's URL",
+    )
+    worker.add_argument(
+        "--tasks",
+        metavar="MODULE:ATTR",
+        default=None,
+        help="run every task of this alkstore.Tasks registry (e.g. myapp.jobs:tasks) on the store at URL",
+    )
+    worker.add_argument("--schema", default=None, help="with --tasks: the Postgres schema (default alkstore)")
+    worker.add_argument(
+        "--queues",
+        default=None,
+        metavar="Q1,Q2",
+        help="with --tasks: only these queues (default: every task's)",
+    )
+    worker.add_argument(
+        "--no-schedules",
+        action="store_true",
+        help="with --tasks: do not run the schedules of the registry's periodic tasks in this process",
     )
     worker.add_argument(
         "--concurrency", type=_positive_int, default=None, help="override the Worker's concurrency"
@@ -238,6 +261,19 @@ def _run(args: argparse.Namespace) -> int:
     if command == "worker":
         from alkstore._cli._run import run_worker
 
+        if args.tasks is not None:
+            from alkstore._cli._run import run_tasks
+
+            queues = None if args.queues is None else [q for q in args.queues.split(",") if q]
+            return run_tasks(
+                args.spec,
+                args.schema,
+                args.tasks,
+                args.concurrency,
+                args.status_every,
+                queues=queues,
+                schedules=not args.no_schedules,
+            )
         return run_worker(args.spec, args.concurrency, args.status_every)
     if command == "dashboard":
         from alkstore._cli._dashboard import serve

@@ -1,4 +1,6 @@
-"""``alkstore worker module:attr``: import a Worker and run it until SIGTERM / SIGINT."""
+"""``alkstore worker module:attr``: import a Worker and run it until SIGTERM /
+SIGINT; ``alkstore worker URL --tasks module:attr``: the same for every task of
+a registry (SPEC §22), on the store at URL, with its periodic tasks' schedules."""
 
 from __future__ import annotations
 
@@ -9,10 +11,13 @@ import sys
 import threading
 from types import ModuleType
 
-from alkstore._cli._target import CliError
+import alkstore
+from alkstore._cli._target import CliError, sqlite_path
+from alkstore._core import StopToken
+from alkstore._tasks import Tasks
 from alkstore._worker import Worker
 
-__all__ = ["load_worker", "run_worker"]
+__all__ = ["load_worker", "run_tasks", "run_worker"]
 
 EXAMPLE = "myapp.tasks:worker"
 
@@ -33,20 +38,27 @@ def _import(module_name: str) -> ModuleType:
         raise CliError(f"importing {module_name!r} failed: {type(exc).__name__}: {exc}") from None
 
 
-def load_worker(spec: str) -> Worker:
-    """The ``Worker`` that ``module:attr`` (``attr`` may be dotted) names."""
+def _load(spec: str, kind: type, what: str, example: str) -> object:
+    """The object ``module:attr`` (``attr`` may be dotted) names, of ``kind``."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise CliError(f"expected MODULE:ATTRIBUTE naming a Worker, e.g. {EXAMPLE}; got {spec!r}", status=2)
+        raise CliError(f"expected MODULE:ATTRIBUTE naming {what}, e.g. {example}; got {spec!r}", status=2)
     obj: object = _import(module_name)
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
             raise CliError(f"module {module_name!r} has no attribute {attr!r}") from None
-    if not isinstance(obj, Worker):
-        raise CliError(f"{spec} is a {type(obj).__name__}, not an alkstore.Worker")
+    if not isinstance(obj, kind):
+        raise CliError(f"{spec} is a {type(obj).__name__}, not {what}")
     return obj
+
+
+def load_worker(spec: str) -> Worker:
+    """The ``Worker`` that ``module:attr`` names."""
+    worker = _load(spec, Worker, "an alkstore.Worker", EXAMPLE)
+    assert isinstance(worker, Worker)
+    return worker
 
 
 def _status(worker: Worker, every_s: float, done: threading.Event) -> threading.Thread:
@@ -59,11 +71,70 @@ def _status(worker: Worker, every_s: float, done: threading.Event) -> threading.
     return t
 
 
+def run_tasks(
+    url: str,
+    schema: str | None,
+    spec: str,
+    concurrency: int | None,
+    status_every_s: float,
+    *,
+    queues: list[str] | None = None,
+    schedules: bool = True,
+) -> int:
+    """Runs every task of the registry ``spec`` names on the store at ``url``
+    (and, unless told not to, its periodic tasks' schedules) until a signal
+    stops it; returns the exit status."""
+    registry = _load(spec, Tasks, "an alkstore.Tasks registry", "myapp.jobs:tasks")
+    assert isinstance(registry, Tasks)
+    path = sqlite_path(url)
+    if path is not None and not os.path.exists(path):
+        raise CliError(f"no such file: {path} (a worker does not create the store: the application does)")
+    store = alkstore.open(url, **({} if schema is None else {"schema": schema}))
+    try:
+        registry.bind(store)
+        worker = registry.worker(concurrency or 4, queues)
+        runner = _schedules(store) if schedules and registry.register_schedules() else None
+        try:
+            return _run(worker, status_every_s)
+        finally:
+            if runner is not None:
+                runner[0].stop()
+                runner[1].join()
+    finally:
+        store.close()
+
+
+def _schedules(store: alkstore.Store) -> tuple[StopToken, threading.Thread]:
+    """The schedule runner on a thread (a hot standby while another process leads)."""
+    stop = StopToken()
+
+    def run() -> None:
+        log = logging.getLogger("alkstore.worker")
+        while not stop.stopped:
+            try:
+                store.run_schedules(stop)
+            except alkstore.LeadershipLost:
+                log.warning("the schedule runner lost its leadership; waiting to lead again")
+            except alkstore.StoreClosed:
+                return
+            except alkstore.AlkstoreError as exc:  # the database went away: try again shortly
+                log.error("the schedule runner failed (%s); starting again in 5 s", exc)
+                stop.wait(5)
+
+    t = threading.Thread(target=run, name="alkstore-schedules", daemon=True)
+    t.start()
+    return stop, t
+
+
 def run_worker(spec: str, concurrency: int | None, status_every_s: float) -> int:
     """Runs the worker until a signal stops it; returns the exit status."""
     worker = load_worker(spec)
     if concurrency is not None:
         worker.concurrency = concurrency
+    return _run(worker, status_every_s)
+
+
+def _run(worker: Worker, status_every_s: float) -> int:
     if not logging.getLogger().handlers:
         # Handler errors and releases are logged by `alkstore.worker`; show them.
         logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -104,8 +104,9 @@ pub trait HandleOps {
     /// `deadline := now + extend_s` for a valid handle; returns the new deadline.
     fn heartbeat(&self, job: &Claimed, extend_s: i64) -> Result<Option<i64>>;
 
-    /// Back to pending now, refunding the attempt (not the claim token).
-    fn release(&self, job: &Claimed) -> Result<bool>;
+    /// Back to pending, ready `delay_s` seconds from now, refunding the
+    /// attempt (not the claim token): `release` (delay 0) and `snooze`.
+    fn release(&self, job: &Claimed, delay_s: i64) -> Result<bool>;
 }
 
 /// Another party deletes a live row (SPEC §4.4); `ops/cancel.rs` in each engine.

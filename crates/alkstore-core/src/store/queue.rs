@@ -179,7 +179,15 @@ impl Store {
     /// `job.release`.
     pub fn release(&self, job: &Claimed) -> Result<bool> {
         self.enter(None)?;
-        self.engine.release(job)
+        self.engine.release(job, 0)
+    }
+
+    /// `job.snooze(seconds)` (SPEC §22, `raise alkstore.Snooze(s)`): back to
+    /// pending, ready after `delay_s`, without counting the attempt — a
+    /// release that waits ([`crate::rules::retry`]).
+    pub fn snooze(&self, job: &Claimed, delay_s: i64) -> Result<bool> {
+        self.enter(None)?;
+        self.engine.release(job, delay_s)
     }
 
     /// `q.cancel`.

@@ -69,9 +69,10 @@ impl Sql {
             heartbeat: format!(
                 "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"
             ),
-            // Cleared like a retry's; the claim token is not refunded.
+            // Cleared like a retry's; the claim token is not refunded. `$5` the
+            // delay (0 for `release`, the seconds of a `snooze`).
             release: format!(
-                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n), attempts = attempts - 1, \
+                "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, attempts = attempts - 1, \
                  worker_id = NULL, deadline = NULL WHERE {VALID} RETURNING {notify}"
             ),
         }
@@ -112,8 +113,9 @@ pub(crate) async fn heartbeat(cx: &Ctx<'_>, job: &Claimed, extend_s: i64) -> Res
 }
 
 /// Back to pending now with the attempt refunded (the claim token is not).
-pub(crate) async fn release(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
-    let n = cx.execute(&cx.sql.handle.release, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
+pub(crate) async fn release(cx: &Ctx<'_>, job: &Claimed, delay_s: i64) -> Result<bool> {
+    let n =
+        cx.execute(&cx.sql.handle.release, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay_s]).await?;
     Ok(n > 0)
 }
 
@@ -134,7 +136,7 @@ impl HandleOps for PgEngine {
         self.run(None, async |cx| heartbeat(cx, job, extend_s).await)
     }
 
-    fn release(&self, job: &Claimed) -> Result<bool> {
-        self.run(None, async |cx| release(cx, job).await)
+    fn release(&self, job: &Claimed, delay_s: i64) -> Result<bool> {
+        self.run(None, async |cx| release(cx, job, delay_s).await)
     }
 }

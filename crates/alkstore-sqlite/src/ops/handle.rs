@@ -46,11 +46,11 @@ pub(crate) const HEARTBEAT: &str = concat!(
     " RETURNING deadline"
 );
 
-/// `release`: pending now with the attempt refunded and the lease cleared
-/// as by [`RETRY`]; the claim token is not refunded, so this handle stays
-/// fenced off.
+/// `release` / `snooze`: pending after `?5` seconds with the attempt refunded
+/// and the lease cleared as by [`RETRY`]; the claim token is not refunded,
+/// so this handle stays fenced off.
 pub(crate) const RELEASE: &str = concat!(
-    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4, attempts = attempts - 1, \
+    "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5, attempts = attempts - 1, \
      worker_id = NULL, deadline = NULL WHERE ",
     valid_sql_now!()
 );
@@ -107,11 +107,11 @@ pub(crate) fn heartbeat(conn: &Connection, offset: i64, job: &Claimed, extend_s:
     Ok(deadline)
 }
 
-/// Back to pending now with the attempt refunded (the claim token is not).
-pub(crate) fn release(conn: &Connection, offset: i64, job: &Claimed) -> Result<bool> {
+/// Back to pending after `delay_s` with the attempt refunded (the claim token is not).
+pub(crate) fn release(conn: &Connection, offset: i64, job: &Claimed, delay_s: i64) -> Result<bool> {
     let changed = conn
         .prepare_cached(RELEASE)
-        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset]))
+        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay_s]))
         .db()?;
     Ok(changed == 1)
 }
@@ -163,8 +163,8 @@ impl HandleOps for SqliteEngine {
         self.conns.with_writer(|c| heartbeat(c, offset, job, extend_s))
     }
 
-    fn release(&self, job: &Claimed) -> Result<bool> {
+    fn release(&self, job: &Claimed, delay_s: i64) -> Result<bool> {
         let offset = self.offset();
-        self.conns.with_writer(|c| release(c, offset, job))
+        self.conns.with_writer(|c| release(c, offset, job, delay_s))
     }
 }
