@@ -15,6 +15,16 @@ from tests.conftest import Target, pg_admin_connect
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    9: {
+        "sqlite": [
+            "ALTER TABLE __alkstore_scheduler_tasks DROP COLUMN tz",
+            "ALTER TABLE __alkstore_scheduler_tasks DROP COLUMN spec_key",
+        ],
+        "postgres": [
+            "ALTER TABLE __alkstore_schedules DROP COLUMN tz",
+            "ALTER TABLE __alkstore_schedules DROP COLUMN spec_key",
+        ],
+    },
     8: {
         "sqlite": ["DROP TRIGGER __alkstore_jobs_queue_seen", "DROP TABLE __alkstore_queues"],
         "postgres": ["DROP TABLE __alkstore_queues"],

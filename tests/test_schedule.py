@@ -19,7 +19,6 @@ import alkstore
 from tests.scheduling import Runner, next_fire, pending, wait_until
 
 BAD_SPECS = [
-    "*/5 * * * *",  # cron
     "@every 0s",
     "@every 5x",
     "@every -1m",
@@ -34,7 +33,7 @@ BAD_SPECS = [
     "@every 5S",
     "@every 1.5m",
     "@every 1h30m",
-    "@hourly",
+    "@often",
     "every 5s",
     "",
 ]

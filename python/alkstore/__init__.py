@@ -27,6 +27,7 @@ from alkstore._core import (
     Swept,
     Transaction,
     backoff_range,
+    next_fires,
     open,
 )
 from alkstore._errors import (
@@ -91,6 +92,7 @@ __all__ = [
     "WorkerCounts",
     "backoff_range",
     "current_job",
+    "next_fires",
     "open",
 ]
 

@@ -35,7 +35,8 @@ class InvalidName(AlkstoreError, ValueError):
 
 
 class InvalidSpec(AlkstoreError, ValueError):
-    """A schedule spec outside the ``@every <n><s|m|h|d>`` grammar."""
+    """A schedule spec outside the ``@every <n><s|m|h|d>`` and five-field cron
+    grammars; the message names the cron field at fault."""
 
     def __init__(self, message: str, spec: str = "") -> None:
         super().__init__(message)

@@ -382,8 +382,7 @@ class Tasks:
         target = store or self.store
         for p in self._periodic.values():
             payload = {"task": p.task.name, "args": [], "kwargs": {}}
-            extra: dict[str, Any] = {} if p.tz == "UTC" else {"tz": p.tz}
-            target.schedule(p.name, p.spec, p.task.queue, payload=payload, **extra)
+            target.schedule(p.name, p.spec, p.task.queue, payload=payload, tz=p.tz)
         return list(self._periodic)
 
     def worker(

@@ -13,10 +13,12 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
-    /// A schedule spec outside the `@every <n><unit>` grammar.
+    /// A schedule spec outside the `@every` and cron grammars.
     InvalidSpec {
         /// The refused spec text.
         spec: String,
+        /// What is wrong with it (for cron, naming the field).
+        reason: String,
     },
     /// A plain argument error: maps to Python `ValueError`.
     Value(String),
@@ -102,10 +104,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidName { what, reason } => write!(f, "invalid {what} name: {reason}"),
-            Error::InvalidSpec { spec } => write!(
-                f,
-                "invalid schedule spec {spec:?}: expected '@every <n><s|m|h|d>' (e.g. '@every 30s', at most 366 days)"
-            ),
+            Error::InvalidSpec { spec, reason } => write!(f, "invalid schedule spec {spec:?}: {reason}"),
             Error::Value(m) | Error::Type(m) | Error::Transaction(m) => f.write_str(m),
             Error::LeadershipLost => f.write_str("scheduler leadership lease was lost"),
             Error::LockHeld { name } => write!(f, "lock {name:?} is held by another owner"),

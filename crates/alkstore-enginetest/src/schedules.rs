@@ -3,7 +3,7 @@
 
 use std::sync::Barrier;
 
-use alkstore_core::schedule::{next_boundary_after, MAX_CATCH_UP};
+use alkstore_core::schedule::{next_boundary_after, Timetable, MAX_CATCH_UP};
 use alkstore_core::{NewSchedule, ScheduleRow, Store, TickReport};
 
 use crate::{Db, Harness, TestResult};
@@ -13,6 +13,7 @@ use crate::{Db, Harness, TestResult};
 macro_rules! __schedules_cases { ($harness:ty) => { $crate::__cases! { $harness; schedules {
     upsert_keeps_the_boundary_for_the_same_interval, tick_fires_due_boundaries_with_the_row_stamps,
     catch_up_is_capped, rogue_tickers_fire_each_boundary_once,
+    a_cron_schedule_fires_at_its_zones_wall_clock_and_keeps_its_next_fire,
 } } } }
 
 /// One tick: core's loop over the engine's due schedules, as the runner
@@ -30,6 +31,7 @@ fn every(name: &str, spec: &str) -> NewSchedule {
         priority: 7,
         max_attempts: Some(9),
         expires_s: None,
+        tz: "UTC".to_owned(),
     }
 }
 
@@ -120,5 +122,40 @@ pub fn rogue_tickers_fire_each_boundary_once<H: Harness>(db: &Db<H>) -> TestResu
     assert!(boundaries >= rounds - 1, "the clock moved {rounds} intervals");
     assert_eq!(fired, boundaries);
     assert_eq!(db.store.stats("q")?.pending, boundaries);
+    Ok(())
+}
+
+/// SPEC §23: a cron schedule in a zone fires through the same tick; an equal
+/// spec and zone (in other words: `1-5` is `MON-FRI`) keep the next fire, a
+/// changed zone recomputes it, and `@every` ignores the zone.
+pub fn a_cron_schedule_fires_at_its_zones_wall_clock_and_keeps_its_next_fire<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let berlin = |spec: &str| NewSchedule { tz: "Europe/Berlin".to_owned(), ..every("c", spec) };
+    s.schedule(None, &berlin("0 9 * * MON-FRI"))?;
+    let first = stored(s, "c")?;
+    let table = Timetable::new("0 9 * * 1-5", "Europe/Berlin")?;
+    assert_eq!((first.tz.as_str(), first.interval_s), ("Europe/Berlin", 0));
+    assert_eq!(first.next_fire_at, table.next_after(db.now()?), "the first fire after now, in Berlin");
+    db.clock(3600)?;
+    s.schedule(None, &berlin("0 9 * * 1-5"))?;
+    let again = stored(s, "c")?;
+    assert_eq!((again.next_fire_at, again.spec.as_str()), (first.next_fire_at, "0 9 * * 1-5"), "kept");
+    s.schedule(None, &NewSchedule { tz: "America/New_York".to_owned(), ..every("c", "0 9 * * 1-5") })?;
+    let moved = stored(s, "c")?;
+    let ny = Timetable::new("0 9 * * 1-5", "America/New_York")?.next_after(db.now()?);
+    assert_eq!((moved.tz.as_str(), moved.next_fire_at), ("America/New_York", ny), "another zone: recomputed");
+    // Due: the tick fires the boundary once and moves to the next weekday's 09:00.
+    db.clock(moved.next_fire_at - db.now()? + 5)?;
+    let r = tick(s)?;
+    assert_eq!(r.fired, 1);
+    let after = stored(s, "c")?;
+    let table = Timetable::new("0 9 * * 1-5", "America/New_York")?;
+    assert_eq!(after.next_fire_at, table.next_after(moved.next_fire_at));
+    assert_eq!(s.claim("q", "w", 10)?.len(), 1);
+    // @every ignores the zone: changing only the zone keeps its next fire.
+    s.schedule(None, &every("e", "@every 60s"))?;
+    let e = stored(s, "e")?;
+    s.schedule(None, &NewSchedule { tz: "Asia/Tokyo".to_owned(), ..every("e", "@every 1m") })?;
+    assert_eq!(stored(s, "e")?.next_fire_at, e.next_fire_at);
     Ok(())
 }

@@ -27,6 +27,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (6, include_str!("migrations/0006_unique_pause.sql")),
     (7, include_str!("migrations/0007_completions.sql")),
     (8, include_str!("migrations/0008_queues.sql")),
+    (9, include_str!("migrations/0009_cron_schedules.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

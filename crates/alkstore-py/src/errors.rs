@@ -39,7 +39,7 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         Error::Type(_) => return Ok(PyTypeError::new_err(msg)),
         Error::Interrupted => return Ok(pyo3::exceptions::PyKeyboardInterrupt::new_err(msg)),
         Error::InvalidName { .. } => class(py, "InvalidName")?.call1((msg,))?,
-        Error::InvalidSpec { spec } => class(py, "InvalidSpec")?.call1((msg, spec))?,
+        Error::InvalidSpec { spec, .. } => class(py, "InvalidSpec")?.call1((msg, spec))?,
         Error::LeadershipLost => class(py, "LeadershipLost")?.call1((msg,))?,
         Error::LockHeld { .. } => class(py, "LockHeld")?.call1((msg,))?,
         Error::StoreClosed => class(py, "StoreClosed")?.call1((msg,))?,

@@ -40,6 +40,7 @@ fn backoff_range(attempt: convert::Int, base_s: &Bound<'_, PyAny>) -> PyResult<(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::open, m)?)?;
     m.add_function(wrap_pyfunction!(backoff_range, m)?)?;
+    m.add_function(wrap_pyfunction!(schedule::next_fires, m)?)?;
     m.add_class::<store::Store>()?;
     m.add_class::<queue::Queue>()?;
     m.add_class::<handle::JobHandle>()?;

@@ -3,10 +3,14 @@
 
 use std::sync::{Arc, OnceLock};
 
+use alkstore_core::schedule::{next_fires as core_next_fires, MAX_NEXT_FIRES};
 use alkstore_core::{NewSchedule, ScheduleRow, StopToken as CoreStop, Store as CoreStore};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDateTime;
 
-use crate::convert::{int_in, integer, opt_duration, to_datetime};
+use crate::convert::{int_in, integer, opt_duration, to_datetime, Int};
+use crate::errors::IntoPyResult;
 use crate::json;
 use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
@@ -27,8 +31,10 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Priority {
 pub struct ScheduleArgs<'a, 'py> {
     /// Schedule name.
     pub name: &'a str,
-    /// `@every <n><unit>`.
+    /// `@every <n><unit>` or a cron spec.
     pub spec: &'a str,
+    /// The IANA zone a cron spec is read in.
+    pub tz: &'a str,
     /// Target queue.
     pub queue: &'a str,
     /// Any JSON value; absent means `null`.
@@ -59,6 +65,7 @@ pub fn schedule(
     let s = NewSchedule {
         name: a.name.to_owned(),
         spec: a.spec.to_owned(),
+        tz: a.tz.to_owned(),
         queue: a.queue.to_owned(),
         payload,
         priority: a.priority.0,
@@ -95,6 +102,45 @@ pub fn run_schedules(
     blocking(py, None, &stops, |spec| store.run_schedules(spec.stops, spec.interrupted))
 }
 
+/// `alkstore.next_fires(spec, tz="UTC", after=None, n=5)`: the first `n`
+/// fires of `spec` in zone `tz` strictly after `after` (an aware datetime;
+/// default now), as aware UTC datetimes (SPEC §23). A pure function: no store.
+#[pyfunction]
+#[pyo3(signature = (spec, tz="UTC", after=None, n=Int::new(5)), text_signature = "(spec, tz='UTC', after=None, n=5)")]
+pub fn next_fires(
+    py: Python<'_>,
+    spec: &str,
+    tz: &str,
+    after: Option<&Bound<'_, PyAny>>,
+    n: Int,
+) -> PyResult<Vec<Py<PyAny>>> {
+    let n = n.within("n", 1..=MAX_NEXT_FIRES as i64)? as usize;
+    let after = match after {
+        Some(a) if !a.is_none() => whole_seconds(a)?,
+        _ => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX)),
+    };
+    let fires = core_next_fires(spec, tz, after, n).py()?;
+    fires.into_iter().map(|t| to_datetime(py, t)).collect()
+}
+
+/// An aware datetime's Unix second, rounded down (a fire strictly after
+/// 10:00:59.5 is one after 10:00:59: a fire is on a whole minute).
+fn whole_seconds(after: &Bound<'_, PyAny>) -> PyResult<i64> {
+    let dt = after
+        .cast::<PyDateTime>()
+        .map_err(|_| PyValueError::new_err("after must be a timezone-aware datetime or None"))?;
+    if dt.call_method0("utcoffset")?.is_none() {
+        return Err(PyValueError::new_err(
+            "after must be a timezone-aware datetime (a naive datetime is ambiguous); \
+             use datetime.now(timezone.utc)",
+        ));
+    }
+    let secs: f64 = dt.call_method0("timestamp")?.extract()?;
+    Ok(secs.floor() as i64)
+}
+
 /// A stored schedule as `store.schedules()` returns it.
 #[pyclass(name = "Schedule", module = "alkstore", frozen)]
 pub struct Schedule {
@@ -105,6 +151,23 @@ pub struct Schedule {
 impl From<ScheduleRow> for Schedule {
     fn from(row: ScheduleRow) -> Self {
         Schedule { row, payload: OnceLock::new() }
+    }
+}
+
+impl Schedule {
+    /// `next_fire_at` and the fires after it: `n` of them.
+    fn upcoming(&self, n: Int) -> PyResult<Vec<i64>> {
+        let n = n.within("n", 1..=MAX_NEXT_FIRES as i64)? as usize;
+        let table = self.row.timetable().py()?;
+        let mut fires = vec![self.row.next_fire_at];
+        while fires.len() < n {
+            let next = table.next_after(fires[fires.len() - 1]);
+            if next == i64::MAX {
+                break;
+            }
+            fires.push(next);
+        }
+        Ok(fires)
     }
 }
 
@@ -119,9 +182,27 @@ impl Schedule {
     fn spec(&self) -> &str {
         &self.row.spec
     }
+    /// The IANA zone a cron spec is read in, as registered (`@every` ignores it).
+    #[getter]
+    fn tz(&self) -> &str {
+        &self.row.tz
+    }
     #[getter]
     fn queue(&self) -> &str {
         &self.row.queue
+    }
+    /// The next `n` fires from `next_fire_at` on, as aware UTC datetimes.
+    #[pyo3(signature = (n=Int::new(3)), text_signature = "(self, n=3)")]
+    fn next_fires(&self, py: Python<'_>, n: Int) -> PyResult<Vec<Py<PyAny>>> {
+        self.upcoming(n)?.into_iter().map(|t| to_datetime(py, t)).collect()
+    }
+    /// The same fires as local times in the schedule's zone, with their
+    /// offsets (`2026-12-07T09:00:00+01:00`), for the command line and the
+    /// dashboard (not public).
+    #[pyo3(signature = (n=Int::new(3)), text_signature = "(self, n=3)")]
+    fn _local_fires(&self, n: Int) -> PyResult<Vec<String>> {
+        let zone = alkstore_core::schedule::zone::Zone::named(&self.row.tz).py()?;
+        Ok(self.upcoming(n)?.into_iter().map(|t| zone.show(t)).collect())
     }
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -156,8 +237,8 @@ impl Schedule {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let at: String = to_datetime(py, self.row.next_fire_at)?.call_method0(py, "isoformat")?.extract(py)?;
         Ok(format!(
-            "Schedule(name={:?}, spec={:?}, queue={:?}, next_fire_at={at})",
-            self.row.name, self.row.spec, self.row.queue
+            "Schedule(name={:?}, spec={:?}, tz={:?}, queue={:?}, next_fire_at={at})",
+            self.row.name, self.row.spec, self.row.tz, self.row.queue
         ))
     }
 }

@@ -199,8 +199,9 @@ impl Store {
     }
 
     /// Registers a schedule, upserting by name (SPEC §8): every boundary of
-    /// `spec` (`@every <n><s|m|h|d>`) enqueues `payload` into `queue`.
-    #[pyo3(signature = (name, spec, queue, payload=None, *, priority=Priority(0), max_attempts=None, expires=None, tx=None))]
+    /// `spec` (`@every <n><s|m|h|d>`, or five cron fields read in the IANA
+    /// zone `tz`) enqueues `payload` into `queue`.
+    #[pyo3(signature = (name, spec, queue, payload=None, *, priority=Priority(0), max_attempts=None, expires=None, tz="UTC", tx=None))]
     #[allow(clippy::too_many_arguments)]
     fn schedule(
         &self,
@@ -212,9 +213,10 @@ impl Store {
         priority: Priority,
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
+        tz: &str,
         tx: Option<&Bound<'_, Transaction>>,
     ) -> PyResult<()> {
-        let args = ScheduleArgs { name, spec, queue, payload, priority, max_attempts, expires };
+        let args = ScheduleArgs { name, spec, tz, queue, payload, priority, max_attempts, expires };
         crate::schedule::schedule(py, &self.inner, args, tx)
     }
 

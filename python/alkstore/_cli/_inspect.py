@@ -15,7 +15,17 @@ from alkstore._core import Job
 __all__ = ["jobs", "schedules", "stats", "sweep"]
 
 STATS_FIELDS = ("pending", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
-SCHEDULE_FIELDS = ("name", "spec", "queue", "payload", "priority", "max_attempts", "expires", "next_fire_at")
+SCHEDULE_FIELDS = (
+    "name",
+    "spec",
+    "tz",
+    "queue",
+    "payload",
+    "priority",
+    "max_attempts",
+    "expires",
+    "next_fire_at",
+)
 
 
 def _json_value(value: object) -> object:
@@ -101,12 +111,37 @@ def schedules(target: str, schema: str | None, as_json: bool) -> str:
     with open_existing(target, schema) as store:
         found = store.schedules()
     if as_json:
-        return _dump([{f: _json_value(getattr(s, f)) for f in SCHEDULE_FIELDS} for s in found])
+        return _dump(
+            [
+                {**{f: _json_value(getattr(s, f)) for f in SCHEDULE_FIELDS}, "next_fires": s._local_fires(3)}
+                for s in found
+            ]
+        )
     if not found:
         return "no schedules"
-    headers = ["name", "spec", "queue", "next fire", "priority", "max attempts", "expires s", "payload"]
+    headers = [
+        "name",
+        "spec",
+        "tz",
+        "queue",
+        "next fires (in tz)",
+        "priority",
+        "max attempts",
+        "expires s",
+        "payload",
+    ]
     rows = [
-        [s.name, s.spec, s.queue, s.next_fire_at, s.priority, s.max_attempts, s.expires, s.payload]
+        [
+            s.name,
+            s.spec,
+            s.tz,
+            s.queue,
+            ", ".join(s._local_fires(3)),
+            s.priority,
+            s.max_attempts,
+            s.expires,
+            s.payload,
+        ]
         for s in found
     ]
     return render(headers, rows)

@@ -5,6 +5,7 @@
 use crate::engine::model::{NewJob, QueueOpts};
 use crate::engine::Tx;
 use crate::error::Result;
+use crate::schedule::Timetable;
 
 /// A stored schedule (SPEC §8).
 #[derive(Debug, Clone, PartialEq)]
@@ -13,8 +14,14 @@ pub struct ScheduleRow {
     pub name: String,
     /// The spec text as last registered.
     pub spec: String,
-    /// Its interval in seconds.
+    /// Its interval in seconds (`@every`); 0 for a cron spec.
     pub interval_s: i64,
+    /// The IANA time zone a cron spec is read in, as last registered.
+    pub tz: String,
+    /// What two registrations that fire alike share (core's
+    /// [`crate::schedule::Timetable::key`]): re-registering an equal key keeps
+    /// `next_fire_at`.
+    pub key: String,
     /// Target queue.
     pub queue: String,
     /// JSON text enqueued on each fire.
@@ -27,6 +34,15 @@ pub struct ScheduleRow {
     pub expires_s: Option<i64>,
     /// The next boundary to fire.
     pub next_fire_at: i64,
+}
+
+impl ScheduleRow {
+    /// The row's timetable. A stored row was checked when it was registered;
+    /// a spec or zone this build cannot read (a zone dropped from the
+    /// database) is an error for this row only.
+    pub fn timetable(&self) -> Result<Timetable> {
+        Timetable::new(&self.spec, &self.tz)
+    }
 }
 
 /// What one fire of a schedule writes, decided by core
@@ -47,11 +63,12 @@ pub struct Firing {
 
 /// Schedule storage and the atomic fire-and-advance (SPEC §8).
 pub trait ScheduleOps {
-    /// Upserts by name. Same interval as stored: keep `next_fire_at` (store the
-    /// new spec text and options). New or changed interval: `next_fire_at` =
-    /// the first boundary strictly after now (the engine's clock, offset
-    /// included; `row.next_fire_at` is ignored). Sends a wake (pg: `pg_notify`).
-    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, row: &ScheduleRow) -> Result<()>;
+    /// Upserts by name. Same `key` as stored: keep `next_fire_at` (store the
+    /// new spec text, zone and options). New or changed key: `next_fire_at` =
+    /// `first(now)`, the first fire strictly after now (the engine's clock,
+    /// offset included; `row.next_fire_at` is ignored). Sends a wake (pg:
+    /// `pg_notify`).
+    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, row: &ScheduleRow, first: &dyn Fn(i64) -> i64) -> Result<()>;
     /// Deletes by name; false when absent.
     fn schedule_delete(&self, tx: Option<&mut dyn Tx>, name: &str) -> Result<bool>;
     /// Every schedule, by name (byte order, the same on both engines).

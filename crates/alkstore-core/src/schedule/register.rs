@@ -7,7 +7,7 @@ use crate::engine::schedules::ScheduleRow;
 use crate::error::{Error, Result};
 use crate::rules::duration::check_seconds;
 use crate::rules::names::validate_name;
-use crate::schedule::spec::parse_spec;
+use crate::schedule::spec::{Spec, Timetable};
 use crate::store::{Store, TxSession};
 
 /// A schedule as the caller registers it.
@@ -15,8 +15,10 @@ use crate::store::{Store, TxSession};
 pub struct NewSchedule {
     /// Unique name; re-registering the name updates the schedule.
     pub name: String,
-    /// `@every <n><s|m|h|d>`.
+    /// `@every <n><s|m|h|d>` or a cron spec (SPEC §23).
     pub spec: String,
+    /// The IANA zone a cron spec is read in (`@every` ignores it).
+    pub tz: String,
     /// The queue each fire enqueues into.
     pub queue: String,
     /// JSON text of the payload every fire enqueues.
@@ -31,13 +33,18 @@ pub struct NewSchedule {
 
 impl Store {
     /// `store.schedule(...)`: validates everything, then upserts by name
-    /// (same interval keeps the next fire; see [`crate::engine::schedules::ScheduleOps`]).
+    /// (an equal spec and zone keep the next fire; see
+    /// [`crate::engine::schedules::ScheduleOps`]).
     pub fn schedule(&self, tx: Option<&mut TxSession>, s: &NewSchedule) -> Result<()> {
         // The queue is validated like any name: a schedule must not reach the
         // engine's own queues (outbox backing queues) either.
         validate_name("schedule", &s.name)?;
         validate_name("queue", &s.queue)?;
-        let interval_s = parse_spec(&s.spec)?;
+        let table = Timetable::new(&s.spec, &s.tz)?;
+        let interval_s = match table.spec {
+            Spec::Every(i) => i,
+            Spec::Cron(_) => 0,
+        };
         self.check_payload(&s.payload)?;
         if let Some(m) = s.max_attempts {
             if m < 1 {
@@ -51,6 +58,8 @@ impl Store {
             name: s.name.clone(),
             spec: s.spec.clone(),
             interval_s,
+            tz: s.tz.clone(),
+            key: table.key(),
             queue: s.queue.clone(),
             payload: s.payload.clone(),
             priority: s.priority,
@@ -59,7 +68,7 @@ impl Store {
             // Decided by the engine against the stored row and its clock.
             next_fire_at: 0,
         };
-        self.in_tx(tx, |t| self.engine().schedule_upsert(t, &row))
+        self.in_tx(tx, |t| self.engine().schedule_upsert(t, &row, &|now| table.next_after(now)))
     }
 
     /// `store.unschedule(name)`: false when there was no such schedule.

@@ -1,7 +1,11 @@
-//! The scheduler's pure parts (SPEC §8): the `@every` grammar and boundary
-//! arithmetic. Storage and the runner loop build on these.
+//! The scheduler's pure parts (SPEC §8, §23): the spec grammars (`@every`
+//! and cron), a schedule's timetable in its zone, and how a tick catches up.
+//! Storage and the runner loop build on these.
 
 use crate::error::{Error, Result};
+use crate::schedule::cron::Cron;
+use crate::schedule::walk::next_fire;
+use crate::schedule::zone::Zone;
 
 /// The most missed boundaries one schedule replays per tick (a contract constant).
 pub const MAX_CATCH_UP: usize = 64;
@@ -9,9 +13,16 @@ pub const MAX_CATCH_UP: usize = 64;
 /// The longest allowed interval: 366 days.
 pub const MAX_INTERVAL_S: i64 = 366 * 86_400;
 
+/// The most boundaries a tick walks to count what the catch-up cap skipped:
+/// past it the count is a lower bound (a minutely cron down for a year).
+pub const MAX_SKIP_COUNT: i64 = 100_000;
+
+/// What `@every` text may look like, for messages.
+const EVERY_GRAMMAR: &str = "expected '@every <n><s|m|h|d>' (e.g. '@every 30s', at most 366 days)";
+
 /// Parses `@every <n><s|m|h|d>` into whole seconds.
 pub fn parse_spec(spec: &str) -> Result<i64> {
-    let bad = || Error::InvalidSpec { spec: spec.to_owned() };
+    let bad = || Error::InvalidSpec { spec: spec.to_owned(), reason: EVERY_GRAMMAR.to_owned() };
     let rest = spec.strip_prefix("@every ").ok_or_else(bad)?;
     let (digits, unit) = rest.split_at(rest.len().saturating_sub(1));
     let unit_s = match unit {
@@ -31,6 +42,124 @@ pub fn parse_spec(spec: &str) -> Result<i64> {
         return Err(bad());
     }
     Ok(secs)
+}
+
+/// A parsed spec: an interval (`@every`) or a cron spec (§23).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Spec {
+    /// `@every <n><unit>`, in seconds: boundaries on the Unix epoch, in UTC.
+    Every(i64),
+    /// Five cron fields (or a macro), read in a zone.
+    Cron(Cron),
+}
+
+impl Spec {
+    /// Parses either grammar; `InvalidSpec` says what is wrong, naming the
+    /// cron field at fault.
+    pub fn parse(text: &str) -> Result<Spec> {
+        if text.starts_with("@every") {
+            return parse_spec(text).map(Spec::Every);
+        }
+        Cron::parse(text).map(Spec::Cron)
+    }
+}
+
+/// A schedule's fires: its spec read in its zone (`@every` ignores the zone).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timetable {
+    /// The parsed spec.
+    pub spec: Spec,
+    /// The zone a cron spec is read in.
+    pub zone: Zone,
+}
+
+impl Timetable {
+    /// Parses `spec` and looks up `tz` (an IANA name).
+    pub fn new(spec: &str, tz: &str) -> Result<Timetable> {
+        let spec = Spec::parse(spec)?;
+        Ok(Timetable { spec, zone: Zone::named(tz)? })
+    }
+
+    /// What tells two registrations apart: equal keys fire alike, so
+    /// re-registering keeps the stored next fire (SPEC §8, §23). An interval
+    /// in any unit; a cron spec's values (`1-5` = `MON-FRI`) and its zone.
+    pub fn key(&self) -> String {
+        match &self.spec {
+            Spec::Every(s) => format!("every:{s}"),
+            Spec::Cron(c) => format!("{}@{}", c.key(), self.zone.name()),
+        }
+    }
+
+    /// The first fire strictly after the instant `t` (Unix seconds);
+    /// `i64::MAX` when there is none (past year 9999).
+    pub fn next_after(&self, t: i64) -> i64 {
+        match &self.spec {
+            Spec::Every(interval) => next_boundary_after(t, *interval),
+            Spec::Cron(cron) => {
+                let mut at = t;
+                loop {
+                    match next_fire(cron, &self.zone, at) {
+                        // A repeated hour's second pass can yield its first
+                        // pass (cronie's wall-clock rule): not after `t`.
+                        Some(f) if f <= t => at = at.max(f) + 1,
+                        Some(f) => return f,
+                        None => return i64::MAX,
+                    }
+                }
+            }
+        }
+    }
+
+    /// Plans a tick at `now` for a schedule whose next fire is `next_fire_at`
+    /// (see [`plan_tick`]).
+    pub fn plan(&self, next_fire_at: i64, now: i64) -> Catchup {
+        match &self.spec {
+            Spec::Every(interval) => plan_tick(next_fire_at, *interval, now),
+            Spec::Cron(_) => plan_walk(next_fire_at, now, |t| self.next_after(t)),
+        }
+    }
+}
+
+/// The most fires one [`next_fires`] call lists.
+pub const MAX_NEXT_FIRES: usize = 1000;
+
+/// `alkstore.next_fires(spec, tz=, after=, n=)`: the first `n` (1..=1000)
+/// fire instants of `spec` in `tz` strictly after the instant `after`
+/// (Unix seconds); fewer when the spec stops firing (past year 9999).
+pub fn next_fires(spec: &str, tz: &str, after: i64, n: usize) -> Result<Vec<i64>> {
+    if !(1..=MAX_NEXT_FIRES).contains(&n) {
+        return Err(Error::Value(format!("n must be between 1 and {MAX_NEXT_FIRES}, got {n}")));
+    }
+    let table = Timetable::new(spec, tz)?;
+    let mut fires = Vec::with_capacity(n);
+    let mut at = after;
+    while fires.len() < n {
+        at = table.next_after(at);
+        if at == i64::MAX {
+            break;
+        }
+        fires.push(at);
+    }
+    Ok(fires)
+}
+
+/// [`plan_tick`] for a timetable known only by its next-fire function.
+fn plan_walk(next_fire_at: i64, now: i64, next: impl Fn(i64) -> i64) -> Catchup {
+    let mut fire = Vec::new();
+    let mut at = next_fire_at;
+    while at <= now && fire.len() < MAX_CATCH_UP {
+        fire.push(at);
+        at = next(at);
+    }
+    let mut skipped = 0;
+    while at <= now && skipped < MAX_SKIP_COUNT {
+        skipped += 1;
+        at = next(at);
+    }
+    if at <= now {
+        at = next(now);
+    }
+    Catchup { fire, next_fire_at: at, skipped }
 }
 
 /// The first epoch-aligned boundary strictly after `t`.
@@ -68,6 +197,28 @@ pub fn plan_tick(next_fire_at: i64, interval: i64, now: i64) -> Catchup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn both_grammars_and_their_keys() {
+        let every = Timetable::new("@every 60s", "Europe/Berlin").unwrap();
+        assert_eq!(every.key(), Timetable::new("@every 1m", "UTC").unwrap().key(), "@every ignores the zone");
+        assert_eq!(every.next_after(59), 60);
+        let a = Timetable::new("0 9 * * 1-5", "Europe/Berlin").unwrap();
+        assert_eq!(a.key(), Timetable::new("0 9 * * mon-FRI", "Europe/Berlin").unwrap().key());
+        assert_ne!(a.key(), Timetable::new("0 9 * * 1-5", "UTC").unwrap().key(), "another zone");
+        assert!(matches!(Spec::parse("@every 5x"), Err(Error::InvalidSpec { .. })));
+        assert!(matches!(Timetable::new("* * * * *", "Nowhere/Land"), Err(Error::Value(_))));
+    }
+
+    #[test]
+    fn a_cron_tick_catches_up_to_the_cap_and_jumps_past_now() {
+        let t = Timetable::new("* * * * *", "UTC").unwrap();
+        let p = t.plan(600, 600 + 59);
+        assert_eq!((p.fire, p.next_fire_at, p.skipped), (vec![600], 660, 0));
+        let big = t.plan(600, 600 + 60 * 200 + 30);
+        assert_eq!(big.fire.len(), MAX_CATCH_UP);
+        assert_eq!((big.skipped, big.next_fire_at), (201 - 64, 600 + 60 * 201));
+    }
 
     #[test]
     fn grammar() {

@@ -10,7 +10,6 @@
 use crate::engine::model::{NewJob, QueueOpts, ReadyAt};
 use crate::engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 use crate::error::Result;
-use crate::schedule::spec::plan_tick;
 
 /// What one tick of the runner did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,7 +28,9 @@ pub struct TickReport {
 /// base 5 s, no retention) with the row's priority, max_attempts (default 3)
 /// and expiry.
 pub fn firing(row: &ScheduleRow, now: i64) -> Option<(Firing, i64)> {
-    let plan = plan_tick(row.next_fire_at, row.interval_s, now);
+    // A row this build cannot read fires nothing (its zone left the database);
+    // the others still do.
+    let plan = row.timetable().ok()?.plan(row.next_fire_at, now);
     if plan.fire.is_empty() {
         return None;
     }
@@ -74,6 +75,8 @@ mod tests {
             name: "s".into(),
             spec: "@every 10s".into(),
             interval_s: 10,
+            tz: "UTC".into(),
+            key: "every:10".into(),
             queue: "q".into(),
             payload: "{}".into(),
             priority: 7,

@@ -9,7 +9,6 @@
 //! together. Two tickers queue on the row lock; the second then reads the
 //! advanced row and fires nothing, and the conditional advance backs that up.
 
-use alkstore_core::schedule::next_boundary_after;
 use alkstore_core::{Engine, Firing, Result, ScheduleOps, ScheduleRow, Tx};
 use tokio_postgres::Row;
 
@@ -19,15 +18,17 @@ use crate::ops::enqueue;
 use crate::rows::col;
 
 /// The columns [`schedule_row`] reads, in order.
-const COLS: &str = "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at";
+const COLS: &str =
+    "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at, tz, spec_key";
 
 /// The schedule statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
-    /// Upsert by name (`$1`..`$9` in [`COLS`] order). `$9`, the first
-    /// boundary after now, is used only when the interval is new or
-    /// changed: the same interval keeps the stored next fire. Wakes the
-    /// store's waiters at commit (the runner may need to fire sooner).
+    /// Upsert by name (`$1`..`$11` in [`COLS`] order). `$9`, the first fire
+    /// after now, is used only when the key (`$11`, core's: the interval in
+    /// any unit, or the cron values and zone) is new or changed: an equal
+    /// key keeps the stored next fire. Wakes the store's waiters at commit
+    /// (the runner may need to fire sooner).
     pub(crate) upsert: String,
     /// Deletes by name.
     pub(crate) delete: String,
@@ -50,12 +51,12 @@ impl Sql {
             upsert: format!(
                 "INSERT INTO {s}.schedules AS x ({COLS}) \
                  VALUES ($1::text, $2::text, $3::bigint, $4::text, $5::text, $6::int, $7::bigint, $8::bigint, \
-                 $9::bigint) \
+                 $9::bigint, $10::text, $11::text) \
                  ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, interval_s = excluded.interval_s, \
                  queue = excluded.queue, payload = excluded.payload, priority = excluded.priority, \
-                 max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, \
-                 next_fire_at = CASE WHEN x.interval_s = excluded.interval_s \
-                 THEN x.next_fire_at ELSE excluded.next_fire_at END \
+                 max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, tz = excluded.tz, \
+                 next_fire_at = CASE WHEN x.spec_key = excluded.spec_key \
+                 THEN x.next_fire_at ELSE excluded.next_fire_at END, spec_key = excluded.spec_key \
                  RETURNING pg_notify('{channel}', x.name)"
             ),
             delete: format!("DELETE FROM {s}.schedules WHERE name = $1::text"),
@@ -84,6 +85,8 @@ fn schedule_row(r: &Row) -> Result<ScheduleRow> {
         max_attempts: col(r, 6)?,
         expires_s: col(r, 7)?,
         next_fire_at: col(r, 8)?,
+        tz: col(r, 9)?,
+        key: col(r, 10)?,
     })
 }
 
@@ -108,9 +111,9 @@ async fn fire(cx: &Ctx<'_>, name: &str, plan: &mut dyn FnMut(&ScheduleRow, i64) 
 }
 
 impl ScheduleOps for PgEngine {
-    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
+    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow, first: &dyn Fn(i64) -> i64) -> Result<()> {
         self.run(tx, async |cx| {
-            let next = next_boundary_after(now(cx).await?, r.interval_s);
+            let next = first(now(cx).await?);
             cx.execute(
                 &cx.sql.schedules.upsert,
                 &[
@@ -123,6 +126,8 @@ impl ScheduleOps for PgEngine {
                     &r.max_attempts,
                     &r.expires_s,
                     &next,
+                    &r.tz,
+                    &r.key,
                 ],
             )
             .await?;

@@ -10,7 +10,6 @@
 //! what makes a second ticker (another process, a rogue runner) fire
 //! nothing when it loses the race.
 
-use alkstore_core::schedule::next_boundary_after;
 use alkstore_core::{Firing, Result, ScheduleOps, ScheduleRow, Tx};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
@@ -22,22 +21,23 @@ use crate::ops::enqueue;
 /// The columns [`row`] reads, in order.
 macro_rules! cols {
     () => {
-        "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at"
+        "name, spec, interval_s, queue, payload, priority, max_attempts, expires_s, next_fire_at, tz, spec_key"
     };
 }
 
-/// Upsert by name. `?9` is the first boundary after now, used only when the
-/// interval is new or changed: re-registering the same interval (in any
-/// unit) keeps the stored next fire, so a restart never delays or skips one.
+/// Upsert by name. `?9` is the first fire after now, used only when the
+/// key (`?11`, core's: the interval in any unit, or the cron values and zone)
+/// is new or changed: re-registering an equal one keeps the stored next
+/// fire, so a restart never delays or skips one.
 pub(crate) const UPSERT: &str = concat!(
     "INSERT INTO __alkstore_scheduler_tasks (",
     cols!(),
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
      ON CONFLICT (name) DO UPDATE SET spec = excluded.spec, interval_s = excluded.interval_s, \
      queue = excluded.queue, payload = excluded.payload, priority = excluded.priority, \
-     max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, \
-     next_fire_at = CASE WHEN __alkstore_scheduler_tasks.interval_s = excluded.interval_s \
-     THEN __alkstore_scheduler_tasks.next_fire_at ELSE excluded.next_fire_at END"
+     max_attempts = excluded.max_attempts, expires_s = excluded.expires_s, tz = excluded.tz, \
+     next_fire_at = CASE WHEN __alkstore_scheduler_tasks.spec_key = excluded.spec_key \
+     THEN __alkstore_scheduler_tasks.next_fire_at ELSE excluded.next_fire_at END, spec_key = excluded.spec_key"
 );
 
 /// Deletes by name.
@@ -72,6 +72,8 @@ fn row(r: &Row<'_>) -> rusqlite::Result<ScheduleRow> {
         max_attempts: r.get(6)?,
         expires_s: r.get(7)?,
         next_fire_at: r.get(8)?,
+        tz: r.get(9)?,
+        key: r.get(10)?,
     })
 }
 
@@ -106,10 +108,10 @@ fn fire_one(
 }
 
 impl ScheduleOps for SqliteEngine {
-    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow) -> Result<()> {
+    fn schedule_upsert(&self, tx: Option<&mut dyn Tx>, r: &ScheduleRow, first: &dyn Fn(i64) -> i64) -> Result<()> {
         let offset = self.offset();
         self.write(tx, |c, _| {
-            let next = next_boundary_after(now(c, offset)?, r.interval_s);
+            let next = first(now(c, offset)?);
             c.prepare_cached(UPSERT)
                 .and_then(|mut st| {
                     st.execute(params![
@@ -121,7 +123,9 @@ impl ScheduleOps for SqliteEngine {
                         r.priority,
                         r.max_attempts,
                         r.expires_s,
-                        next
+                        next,
+                        r.tz,
+                        r.key
                     ])
                 })
                 .db()?;
