@@ -150,6 +150,15 @@ def test_schedules_lists_registered_schedules(target: Target, store: Store) -> N
     assert table.returncode == 0 and "nightly" in table.stdout and "@every 1d" in table.stdout
 
 
+def test_schedules_show_the_next_three_fires_in_each_schedules_zone(target: Target, store: Store) -> None:
+    store.schedule("standup", "0 9 * * MON-FRI", "team", tz="America/New_York")
+    [row] = json_out(cli("schedules", *store_args(target), "--json"))
+    assert row["tz"] == "America/New_York" and len(row["next_fires"]) == 3
+    assert all("T09:00:00-0" in f for f in row["next_fires"]), row["next_fires"]
+    table = cli("schedules", *store_args(target)).stdout
+    assert "America/New_York" in table and row["next_fires"][0] in table
+
+
 def test_demo_exits_0(tmp_path: Path) -> None:
     r = cli("demo", "--path", str(tmp_path / "demo.db"), timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr

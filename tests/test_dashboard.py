@@ -57,8 +57,11 @@ def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: 
     job = client.get("/job", params={"queue": "emails", "id": live}).text
     assert "ada@example.com" in job
     assert "There is no job" in client.get("/job", params={"queue": "emails", "id": 999999}).text
+    store.schedule("standup", "30 9 * * MON-FRI", "team", tz="Asia/Kolkata")
     catalog = client.get("/catalog").text
     assert "nightly" in catalog and "billing" in catalog and "reports" in catalog
+    # The next three fires, in the schedule's zone (Kolkata is +05:30 all year).
+    assert catalog.count("T09:30:00+05:30") == 3 and "Asia/Kolkata" in catalog
     assert client.get("/healthz").text == "ok"
     metrics = client.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
