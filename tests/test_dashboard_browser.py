@@ -353,9 +353,10 @@ def test_every_page_opens_and_shows_the_store(dash: Dashboard, store: alkstore.S
         dash.screenshot(target, "job")
 
         dash.follow("Schedules, streams, locks")
-        schedules = [r[:3] for r in dash.rows("schedules")]
-        assert ["nightly-sales", "@every 1d", "reports"] in schedules
-        assert ["hourly-digest", "@every 1h", "emails"] in schedules
+        # name, spec, zone, queue, …
+        schedules = [r[:4] for r in dash.rows("schedules")]
+        assert ["nightly-sales", "@every 1d", "UTC", "reports"] in schedules
+        assert ["hourly-digest", "@every 1h", "UTC", "emails"] in schedules
         # stream, head, consumer, offset, lag
         streams = dash.rows("streams")
         assert ["orders", "12", "billing", "9", "3"] in streams
