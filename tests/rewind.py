@@ -15,6 +15,16 @@ from tests.conftest import Target, pg_admin_connect
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    10: {
+        engine: [
+            "DROP INDEX __alkstore_jobs_group_running",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN group_key",
+            "ALTER TABLE __alkstore_dead DROP COLUMN group_key",
+            "DROP TABLE __alkstore_limits",
+            "DROP TABLE __alkstore_rate_log",
+        ]
+        for engine in ("sqlite", "postgres")
+    },
     9: {
         "sqlite": [
             "ALTER TABLE __alkstore_scheduler_tasks DROP COLUMN tz",

@@ -12,6 +12,11 @@ Where the contract leaves a choice open the model accepts every allowed
 outcome: among jobs tied on (priority, ready time) any may be claimed first,
 and a lapsed exhausted row may be moved to dead by any claim.
 
+Flow control (§24) shares it too: a rule sets the queue's limits (concurrency
+0-2, a rate of 2 claims per 1500 s, one job per group at a time, each or none),
+jobs carry a group of "x", "y" or none, and a claim then must take exactly as
+many jobs as the limits leave room for, never a job whose group is full.
+
 The §18 operations share the model: unique keys are "a", "b" or None, so
 they collide often; pause gates the claim (whose exhaustion step still runs,
 on both engines, ADR 0016), and `requeue_dead` / `purge_dead` take ids drawn
@@ -49,6 +54,9 @@ SLACK = 250
 # Long enough for a job to die and come back (or be purged) within one example.
 STEPS = 50
 KEYS: list[str | None] = ["a", "b", None]
+GROUPS: list[str | None] = ["x", "y", None, None]
+#: The rate limit's window: an odd multiple of 500 s, like every other duration.
+RATE_PERIOD = 1500
 
 
 @dataclass
@@ -60,6 +68,7 @@ class MJob:
     expires_at: int | None
     payload: int
     unique_key: str | None = None
+    group: str | None = None
     state: str = "pending"  # pending | processing | dead | gone
     attempts: int = 0
     token: int = 0
@@ -109,6 +118,12 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             self.errors = itertools.count()
             self.payloads = itertools.count()
             self.paused = False
+            # The queue's limits: concurrency, rate count (per RATE_PERIOD), group concurrency.
+            self.concurrency: int | None = None
+            self.rate: int | None = None
+            self.group_limit: int | None = None
+            # (model time, jobs) of every claim made while a rate limit was set: the rate log.
+            self.rate_log: list[tuple[int, int]] = []
             # A dead row of another queue: requeue and purge on "m" must pass it by.
             self.other = self.store.queue("other")
             self.foreign = self.other.enqueue({"other": 0})
@@ -150,6 +165,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             max_attempts: int,
             run_at: int,
             expires_at: int | None,
+            group: str | None = None,
         ) -> None:
             """Checks the ids an enqueue returned against the keys and records the new jobs."""
             live, fresh = self.live_keys(), max(self.jobs, default=self.foreign)
@@ -168,6 +184,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     expires_at=expires_at,
                     payload=payload,
                     unique_key=key,
+                    group=group,
                 )
                 if key is not None:
                     live[key] = job_id
@@ -229,6 +246,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             many=st.integers(1, 3),
             keys=st.lists(st.sampled_from(KEYS), min_size=3, max_size=3),
             key_form=st.sampled_from(["each", "one", "omit"]),
+            group=st.sampled_from(GROUPS),
         )
         def enqueue(
             self,
@@ -239,8 +257,15 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             many: int,
             keys: list[str | None],
             key_form: str,
+            group: str | None,
         ) -> None:
-            opts = {"priority": priority, "delay": delay, "max_attempts": max_attempts, "expires": expires}
+            opts = {
+                "priority": priority,
+                "delay": delay,
+                "max_attempts": max_attempts,
+                "expires": expires,
+                "group": group,
+            }
             payloads = [next(self.payloads) for _ in range(many)]
             # The key of each payload. "one" passes a single str, which enqueue_many applies to every payload.
             per: list[str | None] = keys[:many]
@@ -260,7 +285,46 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                 max_attempts=max_attempts or 3,
                 run_at=self.t + (delay or 0),
                 expires_at=None if expires is None else self.t + expires,
+                group=group,
             )
+
+        def limited(self) -> bool:
+            return self.concurrency is not None or self.rate is not None or self.group_limit is not None
+
+        def check_limited_claim(self, n: int, ids: list[int], exhausted: set[int]) -> None:
+            """A claim under limits took exactly the room they leave, and nothing beyond it."""
+            live = [j for j in self.live() if j.id not in exhausted]  # the limited claim buries those first
+            lapsed = {j.id for j in live if j.state == "processing" and j.claimable(self.t)}
+            ready = [j for j in live if j.state == "pending" and j.claimable(self.t)]
+            running = sum(1 for j in live if j.state == "processing")
+            total = n
+            if self.rate is not None:
+                recent = sum(k for at, k in self.rate_log if at > self.t - RATE_PERIOD)
+                total = min(n, max(0, self.rate - recent))
+            fresh = total if self.concurrency is None else min(total, max(0, self.concurrency - running))
+            room: dict[str | None, int] = {}
+            if self.group_limit is not None:
+                for name in {j.group for j in ready if j.group is not None}:
+                    held = sum(1 for j in live if j.state == "processing" and j.group == name)
+                    room[name] = max(0, self.group_limit - held)
+            eligible = sum(1 for j in ready if j.group is None or j.group not in room) + sum(
+                min(r, sum(1 for j in ready if j.group == g)) for g, r in room.items()
+            )
+            expect = 0 if self.paused else min(total, len(lapsed) + min(fresh, eligible))
+            assert len(ids) == expect, (ids, expect, total, fresh, eligible, lapsed)
+            started = [self.jobs[i] for i in ids if i not in lapsed]
+            assert all(j in ready for j in started), (ids, ready)
+            assert len(started) <= fresh, (ids, fresh)
+            for g, r in room.items():
+                assert sum(1 for j in started if j.group == g) <= r, f"group {g} over its limit: {ids}"
+            # Within one group (or with no group limit, among all), the best ready jobs go first.
+            passed = [j for j in ready if j.id not in ids]
+            for c in started:
+                for p in passed:
+                    if self.group_limit is None or (p.group == c.group):
+                        assert not p.key() < c.key(), f"claimed {c} ahead of {p}"
+            if self.rate is not None:
+                self.rate_log.append((self.t, len(ids)))
 
         @rule(worker=st.sampled_from(["w1", "w2"]), n=st.sampled_from([1, 1, 2, 3]))
         def claim(self, worker: str, n: int) -> None:
@@ -273,13 +337,18 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             else:
                 got = self.q.claim_batch(worker, n, timeout=0)
             ids = [h.id for h in got]
-            assert len(ids) == len(set(ids)) == min(n, len(before)), (ids, before)
+            assert len(ids) == len(set(ids))
+            if self.limited():
+                self.check_limited_claim(n, ids, exhausted)
+            else:
+                assert len(ids) == min(n, len(before)), (ids, before)
             assert set(ids) <= before, (ids, before)
             chosen = [self.jobs[i] for i in ids]
             passed = [self.jobs[i] for i in before - set(ids)]
             for c in chosen:
                 for p in passed:
-                    assert not p.key() < c.key(), f"claimed {c} ahead of {p}"
+                    if not self.limited():
+                        assert not p.key() < c.key(), f"claimed {c} ahead of {p}"
             for h, j in zip(got, chosen, strict=True):
                 j.state, j.attempts, j.token = "processing", j.attempts + 1, j.token + 1
                 j.deadline, j.worker = self.t + VT, worker
@@ -367,6 +436,28 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             assert self.q.cancel(job_id) is expect
             if expect and j is not None:
                 j.state = "gone"
+
+        @rule(
+            concurrency=st.sampled_from([None, None, 0, 1, 2]),
+            rate=st.sampled_from([None, None, 2]),
+            group=st.sampled_from([None, None, 1]),
+        )
+        def set_limits(self, concurrency: int | None, rate: int | None, group: int | None) -> None:
+            got = self.q.set_limits(
+                concurrency=concurrency,
+                rate=None if rate is None else (rate, float(RATE_PERIOD)),
+                group_concurrency=group,
+            )
+            self.concurrency, self.rate, self.group_limit = concurrency, rate, group
+            assert got == self.q.limits() == self.model_limits()
+
+        def model_limits(self) -> alkstore.QueueLimits:
+            return alkstore.QueueLimits(
+                concurrency=self.concurrency,
+                rate_count=self.rate,
+                rate_period_s=None if self.rate is None else float(RATE_PERIOD),
+                group_concurrency=self.group_limit,
+            )
 
         @rule(paused=st.sampled_from([True, False, False]))
         def pause(self, paused: bool) -> None:
@@ -494,12 +585,20 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     assert row is None, (j, row)
                     continue
                 assert row is not None, j
-                assert (row.state, row.attempts, row.priority, row.max_attempts, row.unique_key) == (
+                assert (
+                    row.state,
+                    row.attempts,
+                    row.priority,
+                    row.max_attempts,
+                    row.unique_key,
+                    row.group,
+                ) == (
                     j.state,
                     j.attempts,
                     j.priority,
                     j.max_attempts,
                     j.unique_key,
+                    j.group,
                 ), (j, row)
                 assert row.payload == {"n": j.payload}, (j, row)
                 assert abs(row.run_at.timestamp() - self.base - j.run_at) < SLACK, (j, row)
@@ -523,6 +622,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             dead = sum(1 for j in self.jobs.values() if j.state == "dead")
             assert (s.pending, s.scheduled, s.processing, s.dead) == (pending, scheduled, processing, dead)
             assert s.paused is self.paused and self.q.is_paused() is self.paused
+            assert s.limits == self.model_limits()
 
         @invariant()
         def other_queue_untouched(self) -> None:

@@ -79,3 +79,16 @@ def test_an_existing_store_gains_the_function_when_it_upgrades(store: alkstore.S
     with psycopg.connect(PG_URL, autocommit=True) as app:
         row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
     assert row is not None and store.queue("emails").get_job(row[0]) is not None
+
+
+def test_the_function_takes_a_group_key(store: alkstore.Store, target: Target) -> None:
+    q = store.queue("sql-groups")
+    sql = f'SELECT "{target.schema}".enqueue(queue => %s, payload => %s, group_key => %s)'
+    with psycopg.connect(PG_URL, autocommit=True) as app:
+        row = app.execute(sql, ("sql-groups", Jsonb({"n": 1}), "tenant-9")).fetchone()
+        assert row is not None
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="group_key must be 1-200 characters"):
+            app.execute(sql, ("sql-groups", Jsonb({"n": 2}), ""))
+    job = q.get_job(int(row[0]))
+    assert job is not None and job.group == "tenant-9"
+    assert q.stats().pending == 1

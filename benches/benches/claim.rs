@@ -57,6 +57,7 @@ impl Rig {
                     max_attempts: None,
                     expires_s: None,
                     unique_key: None,
+                    group: None,
                 })
                 .collect();
             let ids = self.engine.enqueue(None, &self.queue, &opts, &jobs).expect("enqueue while filling");

@@ -18,6 +18,7 @@ __all__ = [
     "Lock",
     "LockInfo",
     "Queue",
+    "QueueLimits",
     "QueueStats",
     "Schedule",
     "StopToken",
@@ -150,6 +151,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         unique_key: str | None = None,
+        group: str | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> int: ...
@@ -163,6 +165,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         unique_key: str | Iterable[str | None] | None = None,
+        group: str | Iterable[str | None] | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> list[int]: ...
@@ -176,6 +179,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         unique_key: str | None = None,
+        group: str | None = None,
         conn: object | None = None,
     ) -> Awaitable[int]: ...
     def aenqueue_many(
@@ -188,6 +192,7 @@ class Queue:
         max_attempts: int | None = None,
         expires: _Duration | None = None,
         unique_key: str | Iterable[str | None] | None = None,
+        group: str | Iterable[str | None] | None = None,
         conn: object | None = None,
     ) -> Awaitable[list[int]]: ...
     def claim(
@@ -213,6 +218,14 @@ class Queue:
     def pause(self) -> None: ...
     def resume(self) -> None: ...
     def is_paused(self) -> bool: ...
+    def set_limits(
+        self,
+        *,
+        concurrency: int | None = ...,
+        rate: tuple[int, float] | None = ...,
+        group_concurrency: int | None = ...,
+    ) -> QueueLimits: ...
+    def limits(self) -> QueueLimits: ...
     def requeue_dead(
         self, ids: Iterable[int] | None = None, *, limit: int = 1000, tx: Transaction | None = None
     ) -> list[int]: ...
@@ -288,6 +301,8 @@ class Job:
     @property
     def unique_key(self) -> str | None: ...
     @property
+    def group(self) -> str | None: ...
+    @property
     def payload(self) -> Any: ...
     @property
     def priority(self) -> int: ...
@@ -323,6 +338,7 @@ class QueueStats:
         dead: int,
         oldest_ready_age_s: int | None = None,
         paused: bool = False,
+        limits: QueueLimits | None = None,
     ) -> QueueStats: ...
     @property
     def pending(self) -> int: ...
@@ -336,6 +352,27 @@ class QueueStats:
     def oldest_ready_age_s(self) -> int | None: ...
     @property
     def paused(self) -> bool: ...
+    @property
+    def limits(self) -> QueueLimits: ...
+
+@final
+class QueueLimits:
+    def __new__(
+        cls,
+        *,
+        concurrency: int | None = None,
+        rate_count: int | None = None,
+        rate_period_s: float | None = None,
+        group_concurrency: int | None = None,
+    ) -> QueueLimits: ...
+    @property
+    def concurrency(self) -> int | None: ...
+    @property
+    def rate_count(self) -> int | None: ...
+    @property
+    def rate_period_s(self) -> float | None: ...
+    @property
+    def group_concurrency(self) -> int | None: ...
 
 @final
 class Swept:

@@ -142,12 +142,13 @@ class Task(Generic[P, R]):
         priority: int | None = None,
         unique_key: str | None = None,
         expires: _Duration | None = None,
+        group: str | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> TaskCall[P, R]:
         """This task with enqueue options (``Queue.enqueue``'s), e.g.
         ``send_email.options(delay=60, tx=tx).enqueue("ada@example.com")``."""
-        return TaskCall(self, delay, run_at, priority, unique_key, expires, tx, conn)
+        return TaskCall(self, delay, run_at, priority, unique_key, expires, group, tx, conn)
 
     # -- for TaskCall and the worker -------------------------------------------
 
@@ -201,6 +202,7 @@ class TaskCall(Generic[P, R]):
     priority: int | None = None
     unique_key: str | None = None
     expires: _Duration | None = None
+    group: str | None = None
     tx: Transaction | None = None
     conn: object | None = field(default=None, repr=False)
 
@@ -214,6 +216,7 @@ class TaskCall(Generic[P, R]):
             priority=self.priority,
             expires=self.expires,
             unique_key=self.unique_key,
+            group=self.group,
             tx=self.tx,
             conn=self.conn,
         )
@@ -232,6 +235,7 @@ class TaskCall(Generic[P, R]):
             priority=self.priority,
             expires=self.expires,
             unique_key=self.unique_key,
+            group=self.group,
             conn=self.conn,
         )
         return await pending

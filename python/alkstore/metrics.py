@@ -38,12 +38,26 @@ class StoreCollector(Collector):
             labels=["queue"],
         )
         paused = GaugeMetricFamily("alkstore_queue_paused", "1 while the queue is paused.", labels=["queue"])
+        limit = GaugeMetricFamily(
+            "alkstore_queue_limit",
+            "A queue's flow-control limit by kind (SPEC §24); absent when that kind is not limited.",
+            labels=["queue", "kind"],
+        )
         for name in self._store.queues():
             s = self._store.queue(name).stats()
             for state, n in zip(STATES, (s.pending, s.scheduled, s.processing, s.dead), strict=True):
                 jobs.add_metric([name, state], n)
             age.add_metric([name], s.oldest_ready_age_s or 0)
             paused.add_metric([name], 1 if s.paused else 0)
+            lim = s.limits
+            for kind, value in (
+                ("concurrency", lim.concurrency),
+                ("rate_count", lim.rate_count),
+                ("rate_period_seconds", lim.rate_period_s),
+                ("group_concurrency", lim.group_concurrency),
+            ):
+                if value is not None:
+                    limit.add_metric([name, kind], value)
         lag = GaugeMetricFamily(
             "alkstore_stream_lag",
             "Events published after the consumer's saved offset.",
@@ -52,7 +66,7 @@ class StoreCollector(Collector):
         for stream in self._store.streams():
             for c in stream.consumers:
                 lag.add_metric([stream.name, c.name], c.lag)
-        yield from (jobs, age, paused, lag)
+        yield from (jobs, age, paused, limit, lag)
 
 
 def registry(store: Store) -> CollectorRegistry:

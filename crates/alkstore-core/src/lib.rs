@@ -29,8 +29,8 @@ pub use engine::locks::{LockOps, LockRow};
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
 pub use engine::queue::{
-    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, HandleOps, PauseOps, ReadOps, RedriveOps,
-    SweepOps,
+    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, HandleOps, LimitOps, PauseOps, ReadOps,
+    RedriveOps, SweepOps,
 };
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
@@ -42,6 +42,7 @@ pub use open::redact::{redact_url, Redactor};
 pub use open::target::{parse_target, Target};
 pub use rules::backoff::{backoff_delay, backoff_range, checked_backoff_range, BACKOFF_CAP_S};
 pub use rules::duration::{MAX_DURATION_S, MAX_INSTANT_S};
+pub use rules::limits::{LimitChange, QueueLimits};
 pub use rules::names::{validate_name, RESERVED_PREFIX};
 pub use schedule::register::NewSchedule;
 pub use schedule::tick::TickReport;

@@ -134,6 +134,7 @@ pub fn job(payload: &str) -> NewJob {
         max_attempts: None,
         expires_s: None,
         unique_key: None,
+        group: None,
     }
 }
 

@@ -20,6 +20,7 @@ pub mod completions;
 pub mod concurrency;
 pub mod handle;
 mod harness;
+pub mod limits;
 pub mod locks;
 pub mod migrations;
 pub mod operate;
@@ -50,6 +51,7 @@ macro_rules! conformance {
         $crate::__concurrency_cases!($harness);
         $crate::__operate_cases!($harness);
         $crate::__completions_cases!($harness);
+        $crate::__limits_cases!($harness);
     };
 }
 

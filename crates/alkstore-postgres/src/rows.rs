@@ -54,5 +54,6 @@ pub fn job(row: &Row) -> Result<Job> {
         last_error: col(row, 13)?,
         died_at: col(row, 14)?,
         unique_key: col(row, 15)?,
+        group: col(row, 16)?,
     })
 }

@@ -13,6 +13,7 @@ mod foreign;
 mod handle;
 mod iter;
 mod json;
+mod limits;
 mod lock;
 mod queue;
 mod rules;
@@ -46,6 +47,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<handle::JobHandle>()?;
     m.add_class::<views::Job>()?;
     m.add_class::<views::QueueStats>()?;
+    m.add_class::<limits::QueueLimits>()?;
     m.add_class::<views::Swept>()?;
     m.add_class::<tx::Transaction>()?;
     m.add_class::<stop::StopToken>()?;

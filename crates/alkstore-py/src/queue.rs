@@ -8,7 +8,7 @@ use alkstore_core::store::batch_size;
 use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 
 use crate::convert::{instant, int_in, integer, items, opt_duration, type_name, Int};
 use crate::errors::IntoPyResult;
@@ -17,6 +17,7 @@ use crate::foreign::{self, Call, Shape};
 use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::json;
+use crate::limits::QueueLimits;
 use crate::stop::StopToken;
 use crate::telemetry;
 use crate::tx::{run, Transaction};
@@ -72,37 +73,22 @@ impl JobOpts {
     /// One job per payload of the iterable `payloads`, each encoded (and so
     /// checked) first. `unique_key`: None, one key for every job, or one key
     /// (or None) per payload.
-    fn jobs(&self, payloads: &Bound<'_, PyAny>, unique_key: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<NewJob>> {
+    fn jobs(
+        &self,
+        payloads: &Bound<'_, PyAny>,
+        unique_key: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Vec<NewJob>> {
         let mut jobs = Vec::new();
         for p in items(payloads, "payloads", "JSON payloads")? {
-            jobs.push(self.job(json::encode(&p?)?, None));
+            jobs.push(self.job(json::encode(&p?)?, None, None));
         }
-        match unique_key {
-            None => {}
-            Some(k) if k.is_none() => {}
-            Some(k) if k.is_instance_of::<PyString>() => {
-                let k: String = k.extract()?;
-                jobs.iter_mut().for_each(|j| j.unique_key = Some(k.clone()));
-            }
-            Some(keys) => {
-                let keys: Vec<Bound<'_, PyAny>> =
-                    items(keys, "unique_key", "keys (str or None), one per payload")?.collect::<PyResult<_>>()?;
-                if keys.len() != jobs.len() {
-                    return Err(PyValueError::new_err(format!(
-                        "unique_key has {} keys for {} payloads",
-                        keys.len(),
-                        jobs.len()
-                    )));
-                }
-                for (job, k) in jobs.iter_mut().zip(&keys) {
-                    job.unique_key = key(Some(k))?;
-                }
-            }
-        }
+        spread(&mut jobs, unique_key, "unique_key", |j, k| j.unique_key = k)?;
+        spread(&mut jobs, group, "group", |j, g| j.group = g)?;
         Ok(jobs)
     }
 
-    fn job(&self, payload: String, unique_key: Option<String>) -> NewJob {
+    fn job(&self, payload: String, unique_key: Option<String>, group: Option<String>) -> NewJob {
         NewJob {
             payload,
             ready: self.ready,
@@ -110,6 +96,41 @@ impl JobOpts {
             max_attempts: self.max_attempts,
             expires_s: self.expires_s,
             unique_key,
+            group,
+        }
+    }
+}
+
+/// A per-job text argument of `enqueue_many` (`unique_key`, `group`): None,
+/// one str for every job, or one str (or None) per payload.
+fn spread(
+    jobs: &mut [NewJob],
+    arg: Option<&Bound<'_, PyAny>>,
+    what: &str,
+    set: impl Fn(&mut NewJob, Option<String>),
+) -> PyResult<()> {
+    match arg {
+        None => Ok(()),
+        Some(k) if k.is_none() => Ok(()),
+        Some(k) if k.is_instance_of::<PyString>() => {
+            let k: String = k.extract()?;
+            jobs.iter_mut().for_each(|j| set(j, Some(k.clone())));
+            Ok(())
+        }
+        Some(values) => {
+            let values: Vec<Bound<'_, PyAny>> =
+                items(values, what, "str or None, one per payload")?.collect::<PyResult<_>>()?;
+            if values.len() != jobs.len() {
+                return Err(PyValueError::new_err(format!(
+                    "{what} has {} values for {} payloads",
+                    values.len(),
+                    jobs.len()
+                )));
+            }
+            for (job, v) in jobs.iter_mut().zip(&values) {
+                set(job, text_arg(Some(v), what)?);
+            }
+            Ok(())
         }
     }
 }
@@ -128,13 +149,13 @@ fn job_ids(ids: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
     }
 }
 
-/// A `unique_key` argument: a str, or None for none.
-fn key(k: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
+/// A `unique_key` or `group` argument: a str, or None for none.
+fn text_arg(k: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<String>> {
     match k {
         Some(k) if !k.is_none() => {
             let s = k
                 .cast::<PyString>()
-                .map_err(|_| PyTypeError::new_err(format!("unique_key must be a str or None, got {}", type_name(k))))?;
+                .map_err(|_| PyTypeError::new_err(format!("{what} must be a str or None, got {}", type_name(k))))?;
             Ok(Some(s.to_str()?.to_owned()))
         }
         _ => Ok(None),
@@ -250,7 +271,7 @@ impl Queue {
     }
 
     /// Adds one job; returns its id.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, tx=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &self,
@@ -262,15 +283,22 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        self.put(py, &[o.job(json::encode(payload)?, key(unique_key)?)], Shape::One, tx, conn)
+        self.put(
+            py,
+            &[o.job(json::encode(payload)?, text_arg(unique_key, "unique_key")?, text_arg(group, "group")?)],
+            Shape::One,
+            tx,
+            conn,
+        )
     }
 
     /// `enqueue` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue(
         &self,
@@ -282,14 +310,20 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
-        self.aput(py, vec![o.job(json::encode(payload)?, key(unique_key)?)], Shape::One, conn)
+        self.aput(
+            py,
+            vec![o.job(json::encode(payload)?, text_arg(unique_key, "unique_key")?, text_arg(group, "group")?)],
+            Shape::One,
+            conn,
+        )
     }
 
     /// Adds many jobs in one transaction, validating every payload first.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, tx=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_many(
         &self,
@@ -301,15 +335,16 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key, group)?;
         self.put(py, &jobs, Shape::Many, tx, conn)
     }
 
     /// `enqueue_many` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue_many(
         &self,
@@ -321,9 +356,10 @@ impl Queue {
         max_attempts: Option<&Bound<'_, PyAny>>,
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
+        group: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key, group)?;
         self.aput(py, jobs, Shape::Many, conn)
     }
 
@@ -480,6 +516,22 @@ impl Queue {
         exit::detach(py, || self.store.is_paused(&self.name)).py()
     }
 
+    /// Limits the queue over every worker of every process (SPEC §24):
+    /// `concurrency` (processing jobs at once), `rate=(count, period_s)`
+    /// (claims in any window of that length), `group_concurrency` (processing
+    /// jobs per group key). The kinds given change, None clears one, the
+    /// others stay. Returns the limits now in force.
+    #[pyo3(signature = (**kwargs), text_signature = "(self, *, concurrency=..., rate=..., group_concurrency=...)")]
+    fn set_limits(&self, py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<QueueLimits> {
+        let change = crate::limits::change(kwargs)?;
+        Ok(exit::detach(py, || self.store.set_limits(&self.name, &change)).py()?.into())
+    }
+
+    /// The queue's limits (every kind None when it has none).
+    fn limits(&self, py: Python<'_>) -> PyResult<QueueLimits> {
+        Ok(exit::detach(py, || self.store.limits(&self.name)).py()?.into())
+    }
+
     /// Dead jobs back to pending, ready now, attempts 0, in one transaction:
     /// those of `ids` that are dead here, or else the oldest `limit`. A job
     /// whose unique key is live again stays dead. Returns the ids moved.
@@ -515,7 +567,11 @@ impl Queue {
 
     /// Counts of this queue's jobs by state.
     fn stats(&self, py: Python<'_>) -> PyResult<QueueStats> {
-        Ok(exit::detach(py, || self.store.stats(&self.name)).py()?.into())
+        let (stats, limits) = exit::detach(py, || {
+            Ok::<_, alkstore_core::Error>((self.store.stats(&self.name)?, self.store.limits(&self.name)?))
+        })
+        .py()?;
+        Ok(QueueStats::with_limits(stats, limits))
     }
 
     /// Dead jobs, newest first; `before_id` pages.

@@ -5,6 +5,8 @@ use std::sync::OnceLock;
 use alkstore_core as core;
 use pyo3::prelude::*;
 
+use crate::limits::QueueLimits;
+
 use crate::convert::{to_datetime, to_opt_datetime, Int};
 use crate::json;
 
@@ -40,6 +42,11 @@ impl Job {
     #[getter]
     fn unique_key(&self) -> Option<&str> {
         self.row.unique_key.as_deref()
+    }
+    /// The group it was enqueued with (`group=`), or None.
+    #[getter]
+    fn group(&self) -> Option<&str> {
+        self.row.group.as_deref()
     }
     #[getter]
     fn payload(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -103,28 +110,35 @@ impl Job {
     }
 }
 
-/// Counts of one queue's jobs (SPEC §4.4).
-#[pyclass(name = "QueueStats", module = "alkstore", frozen, eq, get_all)]
+/// Counts of one queue's jobs (SPEC §4.4), its pause and its limits (§24).
+#[pyclass(name = "QueueStats", module = "alkstore", frozen, eq)]
 #[derive(PartialEq)]
 pub struct QueueStats {
     /// Pending and ready now.
+    #[pyo3(get)]
     pending: i64,
     /// Pending with a future `run_at`.
+    #[pyo3(get)]
     scheduled: i64,
     /// Leased, lapsed leases included.
+    #[pyo3(get)]
     processing: i64,
     /// In dead storage.
+    #[pyo3(get)]
     dead: i64,
     /// Seconds since the oldest ready pending job became ready.
+    #[pyo3(get)]
     oldest_ready_age_s: Option<i64>,
     /// Paused: claims hand out nothing until resumed.
+    #[pyo3(get)]
     paused: bool,
+    limits: QueueLimits,
 }
 
 #[pymethods]
 impl QueueStats {
     #[new]
-    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=false))]
+    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=false, limits=None))]
     fn new(
         pending: Int,
         scheduled: Int,
@@ -132,6 +146,7 @@ impl QueueStats {
         dead: Int,
         oldest_ready_age_s: Option<Int>,
         paused: bool,
+        limits: Option<QueueLimits>,
     ) -> PyResult<Self> {
         Ok(QueueStats {
             pending: pending.get("pending")?,
@@ -140,24 +155,33 @@ impl QueueStats {
             dead: dead.get("dead")?,
             oldest_ready_age_s: oldest_ready_age_s.map(|a| a.get("oldest_ready_age_s")).transpose()?,
             paused,
+            limits: limits.unwrap_or_default(),
         })
+    }
+
+    /// The queue's limits (SPEC §24).
+    #[getter]
+    fn limits(&self) -> QueueLimits {
+        self.limits.clone()
     }
 
     fn __repr__(&self) -> String {
         let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
         format!(
-            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={})",
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={}, limits={})",
             self.pending,
             self.scheduled,
             self.processing,
             self.dead,
-            if self.paused { "True" } else { "False" }
+            if self.paused { "True" } else { "False" },
+            self.limits.repr()
         )
     }
 }
 
-impl From<core::QueueStats> for QueueStats {
-    fn from(s: core::QueueStats) -> Self {
+impl QueueStats {
+    /// The counts of `s` with the limits `l`.
+    pub fn with_limits(s: core::QueueStats, l: core::QueueLimits) -> Self {
         QueueStats {
             pending: s.pending,
             scheduled: s.scheduled,
@@ -165,6 +189,7 @@ impl From<core::QueueStats> for QueueStats {
             dead: s.dead,
             oldest_ready_age_s: s.oldest_ready_age_s,
             paused: s.paused,
+            limits: l.into(),
         }
     }
 }

@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("migrations/0007_completions.sql")),
     (8, include_str!("migrations/0008_queues.sql")),
     (9, include_str!("migrations/0009_cron_schedules.sql")),
+    (10, include_str!("migrations/0010_limits.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

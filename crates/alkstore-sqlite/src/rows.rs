@@ -51,8 +51,9 @@ pub(crate) fn job(r: &Row<'_>) -> Result<Job> {
             worker_id: r.get(11)?,
             expires_at: r.get(12)?,
             unique_key: r.get(13)?,
-            last_error: r.get(14)?,
-            died_at: r.get(15)?,
+            group: r.get(14)?,
+            last_error: r.get(15)?,
+            died_at: r.get(16)?,
         })
     };
     let mut job = read().db()?;

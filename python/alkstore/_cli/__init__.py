@@ -219,6 +219,10 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     resume = commands.add_parser("resume", help="let workers claim from a paused queue again")
     _store_args(resume, queue=True, json_help="a line")
 
+    from alkstore._cli import _limits
+
+    _store_args(_limits.add_parser(commands), queue=True, json_help="a line")
+
     cancel = commands.add_parser("cancel", help="delete pending or processing jobs by id")
     _store_args(cancel, queue=True, json_help="a line")
     _ids_arg(cancel, "cancel", required=True)
@@ -247,7 +251,7 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 #: The commands that change a queue; each returns its text and exit status.
-OPERATIONS = ("pause", "resume", "cancel", "requeue", "purge")
+OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -306,6 +310,10 @@ def _operation(args: argparse.Namespace) -> tuple[str, int]:
         return _operate.pause(*where, args.json, args.create), 0
     if args.command == "resume":
         return _operate.resume(*where, args.json), 0
+    if args.command == "limits":
+        from alkstore._cli import _limits
+
+        return _limits.limits(*where, args, args.json), 0
     if args.command == "cancel":
         return _operate.cancel(*where, args.ids, args.json)
     if args.command == "requeue":

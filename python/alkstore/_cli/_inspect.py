@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+from alkstore._cli._limits import describe, limits_dict
 from alkstore._cli._tables import render
 from alkstore._cli._target import open_existing, queue_view
 from alkstore._core import Job
@@ -54,13 +55,22 @@ def stats(target: str, schema: str | None, as_json: bool) -> str:
     with open_existing(target, schema) as store:
         rows = [(name, queue_view(store, name).stats()) for name in store.queues()]
     if as_json:
-        return _dump([{"queue": name, **{f: getattr(s, f) for f in STATS_FIELDS}} for name, s in rows])
+        return _dump(
+            [
+                {"queue": name, **{f: getattr(s, f) for f in STATS_FIELDS}, "limits": limits_dict(s.limits)}
+                for name, s in rows
+            ]
+        )
     if not rows:
-        return "no queues yet (a queue appears with its first job, or once paused)"
-    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s", "paused"]
+        return "no queues yet (a queue appears with its first job, or once paused or limited)"
+    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s", "paused", "limits"]
     numbers = STATS_FIELDS[:-1]
     return render(
-        headers, [[name, *(getattr(s, f) for f in numbers), "yes" if s.paused else "no"] for name, s in rows]
+        headers,
+        [
+            [name, *(getattr(s, f) for f in numbers), "yes" if s.paused else "no", describe(s.limits)]
+            for name, s in rows
+        ],
     )
 
 

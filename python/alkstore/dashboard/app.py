@@ -27,7 +27,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from alkstore import AlkstoreError, Queue, Store
+from alkstore import AlkstoreError, Queue, QueueLimits, Store
+from alkstore._cli._limits import describe
 from alkstore._cli._target import queue_view
 from alkstore.dashboard.chart import MINUTES, chart
 from alkstore.dashboard.hosts import HostAllowList
@@ -69,6 +70,7 @@ def create_app(
     tokens = CsrfTokens()
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["pretty"] = pretty
+    env.filters["limits_text"] = limits_text
 
     def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
         cookie = request.cookies.get(CSRF_COOKIE)
@@ -193,6 +195,12 @@ def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool)
     else:
         return PlainTextResponse(f"unknown action {what!r}", status_code=400)
     return None
+
+
+def limits_text(limits: QueueLimits) -> str:
+    """A queue's limits in a few words (SPEC §24), or an en dash when it has none."""
+    text = describe(limits)
+    return "\N{EN DASH}" if text == "-" else text
 
 
 def pretty(payload: object) -> str:

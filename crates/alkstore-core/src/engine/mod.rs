@@ -39,7 +39,9 @@ use std::any::Any;
 
 use crate::engine::completions::CompletionOps;
 use crate::engine::locks::LockOps;
-use crate::engine::queue::{CancelOps, ClaimOps, EnqueueOps, HandleOps, PauseOps, ReadOps, RedriveOps, SweepOps};
+use crate::engine::queue::{
+    CancelOps, ClaimOps, EnqueueOps, HandleOps, LimitOps, PauseOps, ReadOps, RedriveOps, SweepOps,
+};
 use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::streams::StreamOps;
@@ -74,6 +76,7 @@ pub trait Engine:
     + ReadOps
     + SweepOps
     + PauseOps
+    + LimitOps
     + RedriveOps
     + LockOps
     + ScheduleOps

@@ -116,6 +116,8 @@ pub struct NewJob {
     /// At most one live job per (queue, key) (SPEC §18): enqueueing a live
     /// key returns that job's id and writes nothing.
     pub unique_key: Option<String>,
+    /// The group whose processing jobs a queue's `group_concurrency` limits (SPEC §24).
+    pub group: Option<String>,
 }
 
 /// A claimed job: everything the handle needs, including the fencing token.
@@ -220,6 +222,8 @@ pub struct Job {
     pub died_at: Option<i64>,
     /// Its unique key, if enqueued with one.
     pub unique_key: Option<String>,
+    /// Its group, if enqueued with one (SPEC §24).
+    pub group: Option<String>,
 }
 
 /// Counts for `q.stats()` (SPEC §4.4).

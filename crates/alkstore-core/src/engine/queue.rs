@@ -8,6 +8,7 @@ use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
 use crate::engine::sql::SqlValue;
 use crate::engine::Tx;
 use crate::error::Result;
+use crate::rules::limits::QueueLimits;
 
 /// Adds jobs (SPEC §4.1); `ops/enqueue.rs` in each engine.
 pub trait EnqueueOps {
@@ -45,8 +46,8 @@ pub fn foreign_params(store_id: &str, queue: &str, opts: &QueueOpts, offset: i64
 }
 
 /// The jobs of a foreign enqueue as one JSON array, one
-/// `[payload, priority, max_attempts, run_at, delay, expires_s, unique_key]`
-/// per job (`run_at`, `expires_s` and `unique_key` may be null; the payload
+/// `[payload, priority, max_attempts, run_at, delay, expires_s, unique_key, group]`
+/// per job (`run_at`, `expires_s`, `unique_key` and `group` may be null; the payload
 /// is its JSON text as a string), so a batch is one statement on every
 /// driver, arrays or not.
 pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
@@ -62,7 +63,8 @@ pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
                 run_at,
                 delay,
                 j.expires_s,
-                j.unique_key
+                j.unique_key,
+                j.group
             ])
         })
         .collect();
@@ -152,6 +154,24 @@ pub trait PauseOps {
     fn resume(&self, queue: &str) -> Result<()>;
     /// Whether `queue` is paused.
     fn is_paused(&self, queue: &str) -> Result<bool>;
+}
+
+/// A queue's limits (SPEC §24); `ops/limits.rs` in each engine. Like a
+/// pause, the limits are a row every process reads at its next claim.
+///
+/// The claim of a queue with limits is the engine's to serialise (one
+/// writer; a Postgres advisory lock per queue) and to budget with
+/// [`crate::rules::limits::budget`] from what it counts in that transaction:
+/// the queue's processing rows (lapsed leases included), each candidate
+/// group's processing rows, and the claims logged in the rate window. A queue
+/// without limits keeps the one-statement claim: that statement probes the
+/// limits table as it probes the paused one.
+pub trait LimitOps {
+    /// Stores `limits` for `queue` (all `None`: no row, no limits) and wakes
+    /// its waiting claimers (a raised limit may let them claim).
+    fn set_limits(&self, queue: &str, limits: &QueueLimits) -> Result<()>;
+    /// `queue`'s limits (all `None` when it has none).
+    fn limits(&self, queue: &str) -> Result<QueueLimits>;
 }
 
 /// Which dead rows of a queue `requeue_dead` and `purge_dead` take: those

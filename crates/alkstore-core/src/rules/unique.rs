@@ -108,6 +108,7 @@ mod tests {
             max_attempts: None,
             expires_s: None,
             unique_key: key.map(str::to_owned),
+            group: None,
         }
     }
 

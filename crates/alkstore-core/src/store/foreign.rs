@@ -107,6 +107,7 @@ mod tests {
                 max_attempts: None,
                 expires_s: None,
                 unique_key: k.map(str::to_owned),
+                group: None,
             })
             .collect();
         let distinct = Distinct::of(&jobs);

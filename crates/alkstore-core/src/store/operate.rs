@@ -1,5 +1,5 @@
-//! Operating a queue (SPEC §18): pause and resume, and the dead letters'
-//! redrive and purge. The Store checks the arguments; the engines do each
+//! Operating a queue (SPEC §18, §24): pause and resume, limits, and the dead
+//! letters' redrive and purge. The Store checks the arguments; the engines do each
 //! in one transaction (`ops/pause.rs`, `ops/redrive.rs`). Queue names come
 //! from a `Queue` handle, checked when it was made (outbox queues included).
 
@@ -7,6 +7,7 @@ use crate::engine::queue::DeadPick;
 use crate::error::{Error, Result};
 use crate::rules::batch::{batch_size, MAX_BATCH};
 use crate::rules::duration::check_seconds;
+use crate::rules::limits::{LimitChange, QueueLimits};
 use crate::store::{Store, TxSession};
 
 impl Store {
@@ -26,6 +27,23 @@ impl Store {
     pub fn is_paused(&self, queue: &str) -> Result<bool> {
         self.enter(None)?;
         self.engine().is_paused(queue)
+    }
+
+    /// `q.set_limits(...)` (SPEC §24): the kinds given change (a `None`
+    /// clears one), the others stay; checked, then stored for every
+    /// process. Returns the limits now in force.
+    pub fn set_limits(&self, queue: &str, change: &LimitChange) -> Result<QueueLimits> {
+        self.enter(None)?;
+        let limits = change.apply(self.engine().limits(queue)?);
+        limits.check()?;
+        self.engine().set_limits(queue, &limits)?;
+        Ok(limits)
+    }
+
+    /// `q.limits()`.
+    pub fn limits(&self, queue: &str) -> Result<QueueLimits> {
+        self.enter(None)?;
+        self.engine().limits(queue)
     }
 
     /// `q.requeue_dead(ids, limit=…)`: the ids moved back to pending, ascending.

@@ -59,6 +59,9 @@ impl Store {
             if let Some(k) = &job.unique_key {
                 check_unique_key(k)?;
             }
+            if let Some(g) = &job.group {
+                crate::rules::limits::check_group(g)?;
+            }
         }
         Ok(())
     }

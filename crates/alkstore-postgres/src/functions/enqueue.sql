@@ -8,7 +8,9 @@
 -- upgraded from any version end with the same function. Migrations run in
 -- one transaction, so no store is ever left at 0004 with a body naming the
 -- `unique_key` column that 0006 adds (PL/pgSQL resolves columns when the
--- function first runs, not when it is created).
+-- function first runs, not when it is created). 0008 (the queues it
+-- registers) and 0010 (`group_key`, a new argument: 0010 drops the old
+-- signature first) write it again.
 --
 -- The bounds are core's, written in when the migration is applied
 -- (migrate.rs renders __MAX_NAME_CHARS__, __RESERVED_PREFIX__,
@@ -28,7 +30,8 @@ CREATE OR REPLACE FUNCTION __SCHEMA__.enqueue(
     expires_s bigint DEFAULT NULL,
     visibility_timeout_s bigint DEFAULT 300,
     backoff_base_s double precision DEFAULT 5,
-    unique_key text DEFAULT NULL
+    unique_key text DEFAULT NULL,
+    group_key text DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql
 AS $fn$
@@ -99,14 +102,19 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
+    IF group_key IS NOT NULL AND (char_length(group_key) < 1 OR char_length(group_key) > __MAX_UNIQUE_KEY_CHARS__) THEN
+        RAISE EXCEPTION 'group_key must be 1-__MAX_UNIQUE_KEY_CHARS__ characters, got %', char_length(group_key)
+            USING ERRCODE = '22023';
+    END IF;
+
     -- The engine's clock, as every statement of the engine reads it.
     t := floor(extract(epoch FROM clock_timestamp()))::bigint;
     -- A live key returns the live job's id (SPEC §18): the no-op update makes
     -- RETURNING hand back that row, waiting for it if it is not committed yet.
     INSERT INTO __SCHEMA__.jobs AS j (queue, state, payload, priority, attempts, max_attempts, claim_token,
-        visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key)
+        visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key)
     VALUES (queue, 'pending', body, priority, 0, max_attempts, 0,
-        visibility_timeout_s, backoff_base_s, NULL, t, t + delay_s, t + expires_s, unique_key)
+        visibility_timeout_s, backoff_base_s, NULL, t, t + delay_s, t + expires_s, unique_key, group_key)
     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO UPDATE SET unique_key = excluded.unique_key
     RETURNING j.id INTO new_id;
     INSERT INTO __SCHEMA__.queues (queue, seen_at) VALUES (queue, t) ON CONFLICT DO NOTHING;

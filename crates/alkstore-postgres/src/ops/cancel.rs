@@ -15,9 +15,16 @@ pub(crate) struct Sql {
 }
 
 impl Sql {
-    /// For the quoted schema `s`.
-    pub(crate) fn new(s: &str) -> Self {
-        Sql { cancel: format!("DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text") }
+    /// For the quoted schema `s`, and the store's notification `channel`
+    /// (a cancelled processing job of a limited queue frees its slot).
+    pub(crate) fn new(s: &str, channel: &str) -> Self {
+        let freed = super::slot_freed(s, channel, "queue");
+        Sql {
+            cancel: format!(
+                "DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
+                 RETURNING CASE WHEN state = 'processing' THEN {freed} END"
+            ),
+        }
     }
 }
 

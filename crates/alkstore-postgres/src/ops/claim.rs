@@ -63,9 +63,18 @@ impl Sql {
 /// an uncorrelated probe of `paused`'s primary key, which Postgres runs once,
 /// before the scan, and which skips the scan (and its row locks) entirely
 /// while the queue is paused. The exhaustion step still runs.
+///
+/// A limited queue (SPEC §24) is the limited claim's (`limits.rs`): the same
+/// probe of `limits` skips both scans, and the statement then returns one
+/// row of NULLs, which tells the caller to take the limited claim without
+/// another round trip.
 fn claim_sql(s: &str, limit: &str) -> String {
     let into_dead = into_dead(s);
-    let not_paused = format!("AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text)");
+    let not_paused = format!(
+        "AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+         AND NOT EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text)"
+    );
+    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
     format!(
         "{NOW}, \
                  exhausted AS ( \
@@ -94,31 +103,55 @@ fn claim_sql(s: &str, limit: &str) -> String {
                    FOR UPDATE SKIP LOCKED), \
                  picked AS ( \
                    SELECT id FROM (SELECT * FROM ready UNION ALL SELECT * FROM lapsed) c \
-                   ORDER BY priority DESC, run_at, id LIMIT {limit}) \
-                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
-                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
-                 FROM picked WHERE j.id = picked.id \
-                 RETURNING {CLAIMED_COLS}"
+                   ORDER BY priority DESC, run_at, id LIMIT {limit}), \
+                 claimed AS ( \
+                   UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+                     claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+                     deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+                   FROM picked WHERE j.id = picked.id \
+                   RETURNING {CLAIMED_COLS}) \
+                 SELECT * FROM claimed \
+                 UNION ALL SELECT {nulls} WHERE EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text)"
     )
+}
+
+/// What the one-statement claim found: jobs, or a limited queue.
+pub(crate) enum Found {
+    /// The jobs it claimed (none: nothing claimable).
+    Jobs(Vec<Claimed>),
+    /// The queue has limits: the limited claim is the one to run.
+    Limited,
 }
 
 /// Claims up to `n` jobs of `queue` for `worker_id`, in RETURNING order:
 /// the Store sorts them into claim order.
-pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Found> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
     } else {
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         cx.query(&cx.sql.claim.many, &[&cx.offset, &queue, &worker_id, &limit]).await?
     };
-    rows.iter().map(claimed).collect()
+    if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+        return Ok(Found::Limited);
+    }
+    rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(Found::Jobs)
 }
 
 impl ClaimOps for PgEngine {
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         self.maintain();
-        self.run(None, async |cx| claim(cx, queue, worker_id, n).await)
+        match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
+            Found::Jobs(jobs) => Ok(jobs),
+            Found::Limited => match super::limits::claim(self, queue, worker_id, n)? {
+                Some(jobs) => Ok(jobs),
+                // Its limits were cleared meanwhile: the plain claim again.
+                None => match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
+                    Found::Jobs(jobs) => Ok(jobs),
+                    Found::Limited => Ok(Vec::new()),
+                },
+            },
+        }
     }
 
     /// The ack and the full claim in one transaction on one pooled
@@ -146,6 +179,11 @@ impl ClaimOps for PgEngine {
             begin.map_err(|e| pg_error(&e))?;
             let (landed, claimed) = (landed?, claimed?);
             commit.map_err(|e| pg_error(&e))?;
+            // A limited queue's next job is the Worker's to claim by the limited claim.
+            let claimed = match claimed {
+                Found::Jobs(jobs) => jobs,
+                Found::Limited => Vec::new(),
+            };
             Ok((landed, claimed))
         })
     }

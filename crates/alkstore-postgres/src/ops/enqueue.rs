@@ -18,8 +18,8 @@ pub(crate) struct Sql {
     pub(crate) one: String,
     /// Many jobs from parallel arrays, ids returned in input order by `ord`.
     pub(crate) many: String,
-    /// Jobs of which some carry a unique key (SPEC §18): [`Sql::many`] plus
-    /// `$12` the keys. A live key's conflict runs a no-op update, so
+    /// Jobs of which some carry a unique key (SPEC §18) or a group (§24):
+    /// [`Sql::many`] plus `$12` the keys and `$13` the groups. A live key's conflict runs a no-op update, so
     /// RETURNING hands back the live row, committed or not yet (an
     /// uncommitted one is waited for, as a unique index does), in the same
     /// statement; rows come back as `(id, unique_key)`.
@@ -39,7 +39,7 @@ impl Sql {
         let cols = "queue, state, payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at";
         let insert = format!("INSERT INTO {s}.jobs ({cols})");
-        let insert_keyed = format!("INSERT INTO {s}.jobs ({cols}, unique_key)");
+        let insert_keyed = format!("INSERT INTO {s}.jobs ({cols}, unique_key, group_key)");
         let on_key = "ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL \
              DO UPDATE SET unique_key = excluded.unique_key";
         // Registers `$2` among the store's queues (migration 0008): once it is
@@ -63,16 +63,17 @@ impl Sql {
             ),
             keyed: format!(
                 "{NOW}{seen} {insert_keyed} SELECT $2::text, 'pending', u.payload, u.priority, 0, u.max_attempts, 0, $3::bigint, \
-                 $4::float8, $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s, u.unique_key \
-                 FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[]) \
-                 WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, unique_key, ord) \
+                 $4::float8, $5::bigint, n.t, coalesce(u.run_at, n.t + u.delay), n.t + u.expires_s, u.unique_key, u.group_key \
+                 FROM n, unnest($6::text[], $7::int[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::text[], \
+                 $13::text[]) \
+                 WITH ORDINALITY AS u(payload, priority, max_attempts, run_at, delay, expires_s, unique_key, group_key, ord) \
                  ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}"
             ),
             foreign: format!(
                 "{now}, seen AS (INSERT INTO {s}.queues (queue, seen_at) SELECT $2::text, t FROM n WHERE {guard} \
                  ON CONFLICT DO NOTHING) {insert_keyed} SELECT $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, \
                  $4::float8, $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), n.t + (u.j->>5)::bigint, \
-                 u.j->>6 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
+                 u.j->>6, u.j->>7 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
                  WHERE {guard} \
                  ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}::text AS notified",
                 now = now_cte!("$6"),
@@ -85,7 +86,7 @@ impl Sql {
 /// way — a single INSERT, or one INSERT over arrays for many — so a batch is
 /// atomic without BEGIN/COMMIT round trips and shares one `now`.
 pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
-    if jobs.iter().any(|j| j.unique_key.is_some()) {
+    if jobs.iter().any(|j| j.unique_key.is_some() || j.group.is_some()) {
         return keyed(cx, queue, opts, jobs).await;
     }
     if let [job] = jobs {
@@ -121,7 +122,7 @@ pub(crate) async fn enqueue(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &
     Ok(ids)
 }
 
-/// Jobs of which some have a unique key, in one statement ([`Sql::keyed`]);
+/// Jobs of which some have a unique key or a group, in one statement ([`Sql::keyed`]);
 /// the rows are matched back to the jobs by key.
 async fn keyed(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
     let rows = batch(cx, queue, opts, jobs, true).await?;
@@ -146,10 +147,12 @@ async fn batch(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob], key
         &a.delays,
         &a.expires,
     ];
-    let keys: Vec<Option<&str>>;
+    let (keys, groups): (Vec<Option<&str>>, Vec<Option<&str>>);
     let sql = if keyed {
         keys = jobs.iter().map(|j| j.unique_key.as_deref()).collect();
+        groups = jobs.iter().map(|j| j.group.as_deref()).collect();
         params.push(&keys);
+        params.push(&groups);
         &cx.sql.enqueue.keyed
     } else {
         &cx.sql.enqueue.many

@@ -40,15 +40,16 @@ impl Sql {
     /// For the quoted schema `s`, and the store's notification `channel`.
     pub(crate) fn new(s: &str, channel: &str) -> Self {
         let notify = format!("pg_notify('{channel}', queue)");
+        let freed = super::slot_freed(s, channel, "queue");
         let into_dead = into_dead(s);
         Sql {
-            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID}"),
+            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} RETURNING {freed}"),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
                 "{NOW} DELETE FROM {s}.jobs j \
                  USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
-                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n)"
+                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) RETURNING {freed}"
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
             // are cleared, claimed_at stays as the last claim's time, and the
@@ -58,13 +59,14 @@ impl Sql {
             retry: format!(
                 "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
                  worker_id = NULL, deadline = NULL WHERE {VALID} \
-                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} END"
+                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} ELSE {freed} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
             // inside a caller's transaction, so no savepoint is needed.
             fail: format!(
-                "{NOW}, moved AS (DELETE FROM {s}.jobs WHERE {VALID} RETURNING *) \
-                 {into_dead} SELECT {DEAD_SELECT}, $5::text, {DEAD_VALUES} FROM moved"
+                "{NOW}, moved AS (DELETE FROM {s}.jobs WHERE {VALID} RETURNING *), \
+                 buried AS ({into_dead} SELECT {DEAD_SELECT}, $5::text, {DEAD_VALUES} FROM moved) \
+                 SELECT {freed} FROM moved"
             ),
             heartbeat: format!(
                 "{NOW} UPDATE {s}.jobs SET deadline = (SELECT t FROM n) + $5::bigint WHERE {VALID} RETURNING deadline"

@@ -36,6 +36,7 @@ pub(crate) mod claim;
 pub(crate) mod completions;
 pub(crate) mod enqueue;
 pub(crate) mod handle;
+pub(crate) mod limits;
 pub(crate) mod locks;
 pub(crate) mod pause;
 pub(crate) mod reads;
@@ -50,13 +51,13 @@ pub(crate) mod sweep;
 /// Columns a dead row copies from the live row, in table order.
 pub(crate) const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
                          visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                         claimed_at, deadline, worker_id, expires_at, unique_key";
+                         claimed_at, deadline, worker_id, expires_at, unique_key, group_key";
 
 /// [`LIVE_COLS`] as the SELECT side of a move to dead: the stored state
 /// becomes 'dead' (as on SQLite); every other field is kept as it was.
 pub(crate) const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
                            visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                           claimed_at, deadline, worker_id, expires_at, unique_key";
+                           claimed_at, deadline, worker_id, expires_at, unique_key, group_key";
 
 /// `died_at` and `purge_at` of a row moving to dead.
 pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
@@ -65,6 +66,14 @@ pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dea
 /// three columns only a dead row has).
 pub(crate) fn into_dead(s: &str) -> String {
     format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)")
+}
+
+/// A notification on the store's `channel` when `queue_expr`'s queue has
+/// limits (SPEC §24): a statement that moves a row out of `processing` frees
+/// a slot, and claimers held back by a limit must wake for it, as they wake
+/// for an enqueue. A primary-key probe of `limits`; nothing for other queues.
+pub(crate) fn slot_freed(s: &str, channel: &str, queue_expr: &str) -> String {
+    format!("(SELECT pg_notify('{channel}', l.queue) FROM {s}.limits l WHERE l.queue = {queue_expr})")
 }
 
 /// `schema` quoted as an identifier. The name is validated at open (ASCII
@@ -100,6 +109,8 @@ pub(crate) struct Statements {
     pub(crate) streams: streams::Sql,
     /// Per-minute ack counts (SPEC §19).
     pub(crate) completions: completions::Sql,
+    /// Limits and the limited claim (SPEC §24).
+    pub(crate) limits: limits::Sql,
 }
 
 impl Statements {
@@ -113,9 +124,10 @@ impl Statements {
             enqueue: enqueue::Sql::new(&s, &channel),
             claim: claim::Sql::new(&s),
             handle: handle::Sql::new(&s, &channel),
-            cancel: cancel::Sql::new(&s),
+            cancel: cancel::Sql::new(&s, &channel),
             reads: reads::Sql::new(&s),
-            sweep: sweep::Sql::new(&s),
+            sweep: sweep::Sql::new(&s, &channel),
+            limits: limits::Sql::new(&s, schema, &channel),
             pause: pause::Sql::new(&s, &channel),
             redrive: redrive::Sql::new(&s, &channel),
             locks: locks::Sql::new(&s, &channel),

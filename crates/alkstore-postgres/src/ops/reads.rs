@@ -38,20 +38,20 @@ impl Sql {
             // One statement, one snapshot: a row moving to dead is seen in
             // exactly one of the two tables.
             get_job: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key \
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
                  FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
                  UNION ALL \
-                 SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key \
+                 SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
                  FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
             ),
             dead_jobs: format!(
-                "SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key FROM {s}.dead \
+                "SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key FROM {s}.dead \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // For operators (ADR 0007): a backward walk of the primary key
             // that skips other queues' rows.
             live_jobs: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key FROM {s}.jobs \
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key FROM {s}.jobs \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // UNION, not UNION ALL: one name per queue. A scan of both
@@ -60,7 +60,8 @@ impl Sql {
             // engines list queues in one order whatever the database locale.
             queue_names: format!(
                 "SELECT queue FROM (SELECT queue FROM {s}.queues UNION SELECT queue FROM {s}.jobs \
-                 UNION SELECT queue FROM {s}.dead UNION SELECT queue FROM {s}.paused) q ORDER BY queue COLLATE \"C\""
+                 UNION SELECT queue FROM {s}.dead UNION SELECT queue FROM {s}.paused \
+                 UNION SELECT queue FROM {s}.limits) q ORDER BY queue COLLATE \"C\""
             ),
             stats: format!(
                 "{NOW}, p AS ( \
@@ -97,7 +98,11 @@ impl Sql {
                                 ORDER BY j.run_at LIMIT 1)) \
                     FROM prio WHERE prio.priority IS NOT NULL), \
                    (SELECT min(deadline) + 1 FROM {s}.jobs \
-                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)))"
+                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)), \
+                   (SELECT floor(min(r.at + l.rate_period_s))::bigint + 1 FROM {s}.rate_log r \
+                    JOIN {s}.limits l ON l.queue = r.queue \
+                    WHERE r.queue = $2::text AND l.rate_count IS NOT NULL \
+                      AND r.at > extract(epoch FROM clock_timestamp())::float8 + $1::bigint - l.rate_period_s))"
             ),
         }
     }

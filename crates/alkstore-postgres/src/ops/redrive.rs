@@ -34,10 +34,10 @@ impl Sql {
                    SELECT * FROM {s}.dead WHERE id = ANY(ARRAY({picked})) FOR UPDATE), \
                  moved AS ( \
                    INSERT INTO {s}.jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-                     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key) \
+                     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key) \
                    OVERRIDING SYSTEM VALUE \
                    SELECT id, queue, 'pending', payload, priority, 0, max_attempts, claim_token, visibility_timeout_s, \
-                     backoff_base_s, dead_retention_s, enqueued_at, (SELECT t FROM n), expires_at, unique_key \
+                     backoff_base_s, dead_retention_s, enqueued_at, (SELECT t FROM n), expires_at, unique_key, group_key \
                    FROM picked ORDER BY id \
                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING \
                    RETURNING id, queue), \

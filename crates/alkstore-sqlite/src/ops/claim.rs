@@ -50,6 +50,15 @@ macro_rules! not_paused {
     };
 }
 
+/// A limited queue (SPEC §24) is the limited claim's ([`super::limits`]):
+/// the one-statement claim probes the limits table's primary key too, and
+/// hands out nothing from it.
+macro_rules! not_limited {
+    () => {
+        " AND NOT EXISTS (SELECT 1 FROM __alkstore_limits WHERE queue = ?1)"
+    };
+}
+
 /// The columns a claim hands back, in [`crate::rows::claimed`]'s order.
 macro_rules! claim_returning {
     () => {
@@ -120,7 +129,8 @@ macro_rules! no_lapsed_lease {
         concat!(
             " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
              AND deadline < unixepoch() + ?3)",
-            not_paused!()
+            not_paused!(),
+            not_limited!()
         )
     };
 }
@@ -150,11 +160,12 @@ pub(crate) fn claim_ready_n(n: usize) -> String {
 pub(crate) const CLAIM_READY_ONE: &str =
     concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), "1)", no_lapsed_lease!(), claim_returning!());
 
-/// Whether the queue has a lapsed lease now (`?1` queue, `?2` offset): an
-/// empty fast-path claim takes the full path only then, so an idle poll
-/// stays two cheap statements.
+/// Whether the queue has a lapsed lease now, and whether it has limits
+/// (`?1` queue, `?2` offset): an empty fast-path claim takes the full or the
+/// limited path only then, so an idle poll stays two cheap statements.
 pub(crate) const HAS_LAPSED: &str = "SELECT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 \
-AND state = 'processing' AND deadline < unixepoch() + ?2)";
+AND state = 'processing' AND deadline < unixepoch() + ?2), \
+EXISTS (SELECT 1 FROM __alkstore_limits WHERE queue = ?1)";
 
 /// Claims up to `n` (in `1..=1000`, the Store's range) jobs of `queue` for
 /// `worker`, in RETURNING order: the Store sorts them into claim order.
@@ -162,12 +173,20 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
     // At most MAX_BATCH (the Store's range rule), so it fits.
     let limit = n as i64;
     let mut claimed = claim_ready(conn, offset, queue, worker, n)?;
-    if claimed.is_empty() && has_lapsed(conn, queue, offset)? {
-        claimed = atomic(conn, Scope::Own, |c| {
-            let now = now(c, offset)?;
-            exhaust(c, queue, now)?;
-            run(c, CLAIM, params![queue, worker, now, limit], n)
-        })?;
+    if claimed.is_empty() {
+        let (lapsed, limited) = has_lapsed(conn, queue, offset)?;
+        if limited {
+            if let Some(got) = super::limits::claim(conn, offset, queue, worker, n)? {
+                return Ok(got);
+            }
+        }
+        if lapsed || limited {
+            claimed = atomic(conn, Scope::Own, |c| {
+                let now = now(c, offset)?;
+                exhaust(c, queue, now)?;
+                run(c, CLAIM, params![queue, worker, now, limit], n)
+            })?;
+        }
     }
     Ok(claimed)
 }
@@ -184,7 +203,7 @@ fn claim_ready(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usi
 
 /// Runs one claim statement and collects what it returned.
 #[inline]
-fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
     let mut stmt = conn.prepare_cached(sql).db()?;
     let mut rows = stmt.query(params).db()?;
     let mut out = Vec::with_capacity(n.min(64));
@@ -194,15 +213,18 @@ fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Ve
     Ok(out)
 }
 
-/// Whether `queue` has a lease past its deadline (a read: no write lock).
-fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<bool> {
-    conn.prepare_cached(HAS_LAPSED).and_then(|mut s| s.query_row(params![queue, offset], |r| r.get(0))).db()
+/// Whether `queue` has a lease past its deadline, and whether it has limits
+/// (a read: no write lock).
+fn has_lapsed(conn: &Connection, queue: &str, offset: i64) -> Result<(bool, bool)> {
+    conn.prepare_cached(HAS_LAPSED)
+        .and_then(|mut s| s.query_row(params![queue, offset], |r| Ok((r.get(0)?, r.get(1)?))))
+        .db()
 }
 
 /// Moves lapsed leases whose budget is spent to dead as 'attempts exhausted'
 /// (or 'expired' when also past their expiry, as a sweep would).
 /// Usually matches nothing, and then the DELETE is skipped.
-fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+pub(crate) fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
     let moved = conn.prepare_cached(EXHAUST_MOVE).and_then(|mut s| s.execute(params![queue, now])).db()?;
     if moved == 0 {
         return Ok(());

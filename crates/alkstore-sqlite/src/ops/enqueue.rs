@@ -9,16 +9,17 @@ use crate::error::DbResult;
 
 /// The columns and values of one new job. `?8` offset, `?9` absolute run_at
 /// or NULL, `?10` delay, `?11` expires_s or NULL (NULL + x is NULL: no
-/// expiry), `?12` unique key (its own statement, [`ENQUEUE_UNIQUE`]).
+/// expiry), `?12` group or NULL, `?13` unique key (its own statement,
+/// [`ENQUEUE_UNIQUE`]).
 macro_rules! insert_job {
     ($key_col:literal, $key_val:literal) => {
         concat!(
             "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at",
+             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, group_key",
             $key_col,
             ") VALUES (max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids)) + 1, \
              ?1, 'pending', ?2, ?3, 0, ?4, 0, ?5, ?6, ?7, unixepoch() + ?8, \
-             coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11",
+             coalesce(?9, unixepoch() + ?8 + ?10), unixepoch() + ?8 + ?11, ?12",
             $key_val,
             ")"
         )
@@ -32,7 +33,7 @@ pub(crate) const ENQUEUE: &str = insert_job!("", "");
 /// no-op update makes RETURNING hand back the live row's id, in the same
 /// statement, and nothing else changes.
 pub(crate) const ENQUEUE_UNIQUE: &str = concat!(
-    insert_job!(", unique_key", ", ?12"),
+    insert_job!(", unique_key", ", ?13"),
     " ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO UPDATE SET unique_key = excluded.unique_key \
      RETURNING id"
 );
@@ -48,10 +49,11 @@ pub(crate) const ENQUEUE_UNIQUE: &str = concat!(
 /// live row, as in [`ENQUEUE_UNIQUE`].
 pub(crate) const FOREIGN: &str = concat!(
     "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key) \
+visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key) \
 SELECT b.base + j.key + 1, $2, 'pending', json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), 0, \
 json_extract(j.value, '$[2]'), 0, $3, $4, $5, b.now, coalesce(json_extract(j.value, '$[3]'), \
-b.now + json_extract(j.value, '$[4]')), b.now + json_extract(j.value, '$[5]'), json_extract(j.value, '$[6]') \
+b.now + json_extract(j.value, '$[4]')), b.now + json_extract(j.value, '$[5]'), json_extract(j.value, '$[6]'), \
+json_extract(j.value, '$[7]') \
 FROM json_each($7) AS j, (SELECT max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), \
 (SELECT hwm FROM __alkstore_ids)) AS base, CAST(strftime('%s', 'now') AS INTEGER) + $6 AS now) AS b \
 WHERE (SELECT ",
@@ -97,6 +99,7 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
             at,
             delay,
             job.expires_s,
+            job.group,
             key
         ];
         return stmt.query_row(p, |r| r.get(0)).db();
@@ -113,7 +116,8 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
         offset,
         at,
         delay,
-        job.expires_s
+        job.expires_s,
+        job.group
     ])
     .db()?;
     Ok(conn.last_insert_rowid())

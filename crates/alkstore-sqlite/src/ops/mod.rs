@@ -36,7 +36,7 @@ macro_rules! insert_dead {
     () => {
         "INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, \
          claim_token, visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-         claimed_at, deadline, worker_id, expires_at, unique_key, last_error, died_at, purge_at) "
+         claimed_at, deadline, worker_id, expires_at, unique_key, group_key, last_error, died_at, purge_at) "
     };
 }
 
@@ -48,7 +48,7 @@ macro_rules! live_to_dead {
             insert_dead!(),
             "SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, \
-             deadline, worker_id, expires_at, unique_key, ",
+             deadline, worker_id, expires_at, unique_key, group_key, ",
             $err,
             ", ",
             $now,
@@ -65,6 +65,7 @@ pub(crate) mod claim;
 pub(crate) mod completions;
 pub(crate) mod enqueue;
 pub(crate) mod handle;
+pub(crate) mod limits;
 pub(crate) mod locks;
 pub(crate) mod pause;
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::rows;
 macro_rules! job_cols {
     () => {
         "id, queue, state, payload, priority, attempts, max_attempts, enqueued_at, run_at, \
-         claimed_at, deadline, worker_id, expires_at, unique_key"
+         claimed_at, deadline, worker_id, expires_at, unique_key, group_key"
     };
 }
 
@@ -50,7 +50,8 @@ pub(crate) const LIVE_JOBS: &str = concat!(
 /// (`BINARY`, as Postgres sorts with `COLLATE "C"`). `UNION`, not `UNION
 /// ALL`, removes duplicates. It scans the job table: for operators.
 pub(crate) const QUEUE_NAMES: &str = "SELECT queue FROM __alkstore_queues UNION SELECT queue FROM __alkstore_jobs \
-UNION SELECT queue FROM __alkstore_dead UNION SELECT queue FROM __alkstore_paused ORDER BY queue";
+UNION SELECT queue FROM __alkstore_dead UNION SELECT queue FROM __alkstore_paused \
+UNION SELECT queue FROM __alkstore_limits ORDER BY queue";
 
 /// `stats` (SPEC §4.4): ready pending (unswept expired included), scheduled,
 /// processing (lapsed included), dead, age of the oldest ready row, paused.
@@ -143,12 +144,20 @@ pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<String>> {
 }
 
 /// When `queue` next gains claimable work without a commit; see [`NEXT_WAKE`].
+/// A rate-limited queue (SPEC §24) also gains claimable work when its rate
+/// window opens.
 pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
     let now = now(conn, offset)?;
-    conn.prepare_cached(NEXT_WAKE)
+    let due: Option<i64> = conn
+        .prepare_cached(NEXT_WAKE)
         .and_then(|mut s| s.query_row(rusqlite::params![queue, now], |r| r.get(0)).optional())
         .db()
-        .map(Option::flatten)
+        .map(Option::flatten)?;
+    let opens = super::limits::rate_wake(conn, offset, queue)?;
+    Ok(match (due, opens) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    })
 }
 
 impl ReadOps for SqliteEngine {

@@ -24,9 +24,9 @@ macro_rules! picked {
 /// row stays dead; RETURNING lists the rows that moved.
 pub(crate) const REQUEUE: &str = concat!(
     "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key) \
+     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key) \
      SELECT id, queue, 'pending', payload, priority, 0, max_attempts, claim_token, visibility_timeout_s, \
-     backoff_base_s, dead_retention_s, enqueued_at, ?3, expires_at, unique_key ",
+     backoff_base_s, dead_retention_s, enqueued_at, ?3, expires_at, unique_key, group_key ",
     picked!(),
     " ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id"
 );

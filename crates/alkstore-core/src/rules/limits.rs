@@ -1,0 +1,156 @@
+//! Flow control (SPEC §24): what a queue's limits may be, and how many jobs
+//! one claim may take under them, decided once for every engine.
+//!
+//! The engines hold no counter that could drift. A queue's concurrency is
+//! the number of its `processing` rows (a lapsed lease counts until it is
+//! reclaimed, which keeps it processing, or dies); a group's is the number of
+//! its processing rows; a rate is the claims recorded in the window. Each
+//! slot is therefore freed by whatever transaction moves its row out of
+//! `processing` — an ack, retry, fail, release, cancel, sweep or exhaustion —
+//! and only a valid handle's op can do that (the claim token fences a zombie),
+//! so nothing is ever freed twice. Claims on a limited queue are serialised
+//! per queue (SQLite's one writer; a Postgres advisory lock) so two claimers
+//! never count the same free slot. ADR 0028.
+
+use crate::error::{Error, Result};
+use crate::rules::duration;
+use crate::rules::unique::MAX_UNIQUE_KEY_CHARS;
+
+/// A queue's limits; `None` is no limit of that kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct QueueLimits {
+    /// At most this many of the queue's jobs processing at once (0 hands out nothing).
+    pub concurrency: Option<i64>,
+    /// At most `.0` claims in any window of `.1` seconds.
+    pub rate: Option<(i64, f64)>,
+    /// At most this many processing jobs per group key.
+    pub group_concurrency: Option<i64>,
+}
+
+impl QueueLimits {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.concurrency.is_some() || self.rate.is_some() || self.group_concurrency.is_some()
+    }
+
+    /// Checks every limit (`set_limits` arguments).
+    pub fn check(&self) -> Result<()> {
+        if let Some(c) = self.concurrency {
+            if !(0..=1_000_000).contains(&c) {
+                return Err(Error::Value(format!("concurrency must be between 0 and 1000000, got {c}")));
+            }
+        }
+        if let Some((count, period)) = self.rate {
+            if !(1..=1_000_000_000).contains(&count) {
+                return Err(Error::Value(format!("rate's count must be between 1 and 1000000000, got {count}")));
+            }
+            if !period.is_finite() || period <= 0.0 {
+                return Err(Error::Value(format!(
+                    "rate's period must be a finite number of seconds > 0, got {period}"
+                )));
+            }
+            duration::fractional_seconds("rate's period", period)?;
+        }
+        if let Some(g) = self.group_concurrency {
+            if !(1..=1_000_000).contains(&g) {
+                return Err(Error::Value(format!("group_concurrency must be between 1 and 1000000, got {g}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A change to a queue's limits: each kind `Some(new)` is set (`Some(None)`
+/// clears it), `None` keeps what is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct LimitChange {
+    /// The new concurrency limit, if it changes.
+    pub concurrency: Option<Option<i64>>,
+    /// The new rate limit, if it changes.
+    pub rate: Option<Option<(i64, f64)>>,
+    /// The new group limit, if it changes.
+    pub group_concurrency: Option<Option<i64>>,
+}
+
+impl LimitChange {
+    /// `current` with this change applied.
+    pub fn apply(&self, current: QueueLimits) -> QueueLimits {
+        QueueLimits {
+            concurrency: self.concurrency.unwrap_or(current.concurrency),
+            rate: self.rate.unwrap_or(current.rate),
+            group_concurrency: self.group_concurrency.unwrap_or(current.group_concurrency),
+        }
+    }
+}
+
+/// A group key is 1–200 characters, without NUL, as a unique key is.
+pub fn check_group(group: &str) -> Result<()> {
+    let n = group.chars().count();
+    if n == 0 || n > MAX_UNIQUE_KEY_CHARS {
+        return Err(Error::Value(format!("group must be 1-{MAX_UNIQUE_KEY_CHARS} characters, got {n}")));
+    }
+    if group.contains('\0') {
+        return Err(Error::Value("group must not contain NUL characters".into()));
+    }
+    Ok(())
+}
+
+/// What the limits leave for one claim of up to `n` jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Jobs this claim may take in all (lapsed leases included): the rate's room.
+    pub total: usize,
+    /// Of those, pending jobs it may start: the concurrency's room (a reclaim
+    /// keeps its slot, so it needs none).
+    pub fresh: usize,
+}
+
+/// The budget of a claim of up to `n` on a queue with `limits`, where
+/// `running` rows are processing and `recent` claims fall in the rate window.
+pub fn budget(limits: &QueueLimits, n: usize, running: i64, recent: i64) -> Budget {
+    let room = |cap: i64, used: i64| usize::try_from((cap - used).max(0)).unwrap_or(usize::MAX);
+    let total = match limits.rate {
+        Some((count, _)) => n.min(room(count, recent)),
+        None => n,
+    };
+    let fresh = match limits.concurrency {
+        Some(c) => total.min(room(c, running)),
+        None => total,
+    };
+    Budget { total, fresh }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_budget_is_the_least_room_left() {
+        let none = QueueLimits::default();
+        assert_eq!(budget(&none, 10, 99, 99), Budget { total: 10, fresh: 10 });
+        let c3 = QueueLimits { concurrency: Some(3), ..none };
+        assert_eq!(budget(&c3, 10, 1, 0), Budget { total: 10, fresh: 2 });
+        assert_eq!(budget(&c3, 10, 5, 0), Budget { total: 10, fresh: 0 }, "over after a lowered limit: none");
+        let r = QueueLimits { rate: Some((50, 1.0)), concurrency: Some(8), ..none };
+        assert_eq!(budget(&r, 32, 0, 45), Budget { total: 5, fresh: 5 });
+        assert_eq!(budget(&r, 32, 7, 0), Budget { total: 32, fresh: 1 });
+        assert_eq!(budget(&r, 32, 0, 60), Budget { total: 0, fresh: 0 });
+    }
+
+    #[test]
+    fn limits_and_groups_are_checked() {
+        let bad = [
+            QueueLimits { concurrency: Some(-1), ..Default::default() },
+            QueueLimits { rate: Some((0, 1.0)), ..Default::default() },
+            QueueLimits { rate: Some((5, 0.0)), ..Default::default() },
+            QueueLimits { rate: Some((5, f64::NAN)), ..Default::default() },
+            QueueLimits { group_concurrency: Some(0), ..Default::default() },
+        ];
+        for l in bad {
+            assert!(matches!(l.check(), Err(Error::Value(_))), "{l:?}");
+        }
+        assert!(QueueLimits { concurrency: Some(0), ..Default::default() }.check().is_ok(), "0 is like pause");
+        assert!(check_group("customer-7").is_ok());
+        assert!(check_group("").is_err() && check_group("a\0b").is_err() && check_group(&"x".repeat(201)).is_err());
+    }
+}

@@ -1,0 +1,229 @@
+//! Flow control (SPEC §24, ADR 0028): a row of `limits` per limited queue,
+//! and the claim of such a queue.
+//!
+//! The one-statement claim (`claim.rs`) probes `limits` and answers
+//! "limited" for such a queue; [`claim`] here then runs one transaction:
+//! 1. a transaction-scoped advisory lock on the queue, so the limited
+//!    claims of one queue run one at a time over every process and machine
+//!    (nothing else takes it: acks, enqueues and other queues' claims run on);
+//! 2. exhausted lapsed leases to dead (they free their slots);
+//! 3. one read of the limits, the queue's processing rows and the claims in
+//!    the rate window, which core turns into a budget
+//!    ([`alkstore_core::rules::limits::budget`]);
+//! 4. one `UPDATE … RETURNING` over the lapsed leases (a reclaim keeps its
+//!    slot) and the first ready rows whose group has room, within budget;
+//! 5. the claims logged for the rate window, the older log dropped.
+//!
+//! No counter is kept: a slot is a processing row, freed by whatever moves
+//! it out of `processing` (fenced handle ops, a sweep) — which notify the
+//! queue's channel when it has limits (`slot_freed`), so held-back claimers
+//! wake for a free slot as they wake for an enqueue.
+
+use alkstore_core::rules::limits::{budget, QueueLimits};
+use alkstore_core::{Claimed, Engine, LimitOps, Result};
+
+use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
+use crate::conn::{Ctx, NOW};
+use crate::engine::PgEngine;
+use crate::rows::{claimed, col};
+
+/// The limits statements of one store, schema-qualified.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql {
+    /// `$1`'s limits.
+    pub(crate) get: String,
+    /// Stores `$1`'s limits and wakes its claimers.
+    pub(crate) set: String,
+    /// Clears `$1`'s limits and wakes its claimers.
+    pub(crate) clear: String,
+    /// The advisory lock of queue `$1`, held to the end of the transaction.
+    pub(crate) lock: String,
+    /// Exhausted lapsed leases of `$2` to dead (`$1` offset).
+    pub(crate) exhaust: String,
+    /// The limits, processing rows, hires clock and claims in the window of `$2` (`$1` offset).
+    pub(crate) counts: String,
+    /// The limited claim (see [`claim`]).
+    pub(crate) claim: String,
+    /// Logs `$3` claims of `$1` at `$2`, and drops those older than `$4`.
+    pub(crate) log: String,
+    /// How many pending rows `$1` has, counting at most `$2`.
+    pub(crate) ready_beyond: String,
+}
+
+/// The claimed columns (as the one-statement claim's).
+const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
+                            j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
+                            j.visibility_timeout_s, j.backoff_base_s";
+
+/// The clock with sub-second precision, offset `$1` included (the rate window).
+const HIRES: &str = "(extract(epoch FROM clock_timestamp())::float8 + $1::bigint)";
+
+impl Sql {
+    /// For the quoted schema `s`, the unquoted `schema` (the lock's key) and the store's `channel`.
+    pub(crate) fn new(s: &str, schema: &str, channel: &str) -> Self {
+        let into_dead = into_dead(s);
+        let lock_key = format!("alkstore.limits:{}:", schema.replace('\'', "''"));
+        Sql {
+            get: format!(
+                "SELECT concurrency, rate_count, rate_period_s, group_concurrency FROM {s}.limits WHERE queue = $1::text"
+            ),
+            set: format!(
+                "WITH up AS (INSERT INTO {s}.limits (queue, concurrency, rate_count, rate_period_s, group_concurrency) \
+                 VALUES ($1::text, $2::bigint, $3::bigint, $4::float8, $5::bigint) ON CONFLICT (queue) DO UPDATE SET \
+                 concurrency = excluded.concurrency, rate_count = excluded.rate_count, \
+                 rate_period_s = excluded.rate_period_s, group_concurrency = excluded.group_concurrency) \
+                 SELECT pg_notify('{channel}', $1::text)::text"
+            ),
+            clear: format!(
+                "WITH d AS (DELETE FROM {s}.limits WHERE queue = $1::text) SELECT pg_notify('{channel}', $1::text)::text"
+            ),
+            lock: format!("SELECT pg_advisory_xact_lock(hashtextextended('{lock_key}' || $1::text, 0))::text"),
+            exhaust: format!(
+                "{NOW}, exhausted AS ( \
+                   DELETE FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+                     AND deadline < (SELECT t FROM n) AND attempts >= max_attempts RETURNING *) \
+                 {into_dead} SELECT {DEAD_SELECT}, \
+                   CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
+                   {DEAD_VALUES} FROM exhausted"
+            ),
+            counts: format!(
+                "WITH h AS (SELECT {HIRES} AS at) \
+                 SELECT l.concurrency, l.rate_count, l.rate_period_s, l.group_concurrency, \
+                   (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing'), \
+                   (SELECT at FROM h), \
+                   (SELECT coalesce(sum(r.n), 0)::bigint FROM {s}.rate_log r \
+                     WHERE r.queue = $2::text AND r.at > (SELECT at FROM h) - l.rate_period_s) \
+                 FROM {s}.limits l WHERE l.queue = $2::text"
+            ),
+            // `$1` offset, `$2` queue, `$3` worker, `$4` total budget, `$5`
+            // fresh budget, `$6` how many ready rows to look at, `$7` the
+            // group limit (NULL: none). A ready row is the `nth` of its group
+            // among the candidates; with the group's processing rows that
+            // must stay within the limit. The row is checked again after any
+            // lock wait (EvalPlanQual re-reads the `j` qualifiers).
+            claim: format!(
+                "{NOW}, picked AS ( \
+                   SELECT id FROM ( \
+                     SELECT id, priority, run_at FROM {s}.jobs \
+                     WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+                       AND attempts < max_attempts AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                     UNION ALL \
+                     SELECT id, priority, run_at FROM ( \
+                       SELECT c.id, c.priority, c.run_at FROM ( \
+                         SELECT id, priority, run_at, group_key, \
+                           row_number() OVER (PARTITION BY group_key ORDER BY priority DESC, run_at, id) AS nth \
+                         FROM ( \
+                           SELECT id, priority, run_at, group_key FROM {s}.jobs \
+                           WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
+                             AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+                           ORDER BY priority DESC, run_at, id LIMIT $6::bigint) r) c \
+                       WHERE $7::bigint IS NULL OR c.group_key IS NULL \
+                         OR c.nth + (SELECT count(*) FROM {s}.jobs p WHERE p.queue = $2::text \
+                           AND p.group_key = c.group_key AND p.state = 'processing') <= $7::bigint \
+                       ORDER BY c.priority DESC, c.run_at, c.id LIMIT $5::bigint) f) u \
+                   ORDER BY priority DESC, run_at, id LIMIT $4::bigint) \
+                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+                 FROM picked WHERE j.id = picked.id \
+                   AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
+                   AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+                 RETURNING {CLAIMED_COLS}"
+            ),
+            log: format!(
+                "WITH d AS (DELETE FROM {s}.rate_log WHERE queue = $1::text AND at <= $4::float8) \
+                 INSERT INTO {s}.rate_log (queue, at, n) SELECT $1::text, $2::float8, $3::bigint WHERE $3::bigint > 0"
+            ),
+            ready_beyond: format!(
+                "SELECT count(*) FROM (SELECT 1 FROM {s}.jobs WHERE queue = $1::text AND state = 'pending' \
+                 LIMIT $2::bigint) x"
+            ),
+        }
+    }
+}
+
+/// How far one limited claim looks into the ready rows before it looks
+/// further (then ten times as far): far enough that a few saturated groups
+/// at the head of the queue do not hide the others.
+const FIRST_SCAN: i64 = 1_000;
+
+fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
+    let rate = match (col::<Option<i64>>(row, 1)?, col::<Option<f64>>(row, 2)?) {
+        (Some(c), Some(p)) => Some((c, p)),
+        _ => None,
+    };
+    Ok(QueueLimits { concurrency: col(row, 0)?, rate, group_concurrency: col(row, 3)? })
+}
+
+/// The claim of a limited queue in its own transaction; None when the queue
+/// has no limits after all (cleared since the plain claim looked).
+pub(crate) fn claim(engine: &PgEngine, queue: &str, worker: &str, n: usize) -> Result<Option<Vec<Claimed>>> {
+    let mut tx = engine.begin()?;
+    let result = engine.run(Some(tx.as_mut()), async |cx| claim_in(cx, queue, worker, n).await);
+    match result {
+        Ok(found) => tx.commit().map(|()| found),
+        Err(e) => {
+            // The original error is the one to report.
+            let _ = tx.rollback();
+            Err(e)
+        }
+    }
+}
+
+async fn claim_in(cx: &Ctx<'_>, queue: &str, worker: &str, n: usize) -> Result<Option<Vec<Claimed>>> {
+    cx.query_one(&cx.sql.limits.lock, &[&queue]).await?;
+    cx.execute(&cx.sql.limits.exhaust, &[&cx.offset, &queue]).await?;
+    let Some(row) = cx.query(&cx.sql.limits.counts, &[&cx.offset, &queue]).await?.into_iter().next() else {
+        return Ok(None);
+    };
+    let limits = limits_of(&row)?;
+    let (running, hires, recent): (i64, f64, i64) = (col(&row, 4)?, col(&row, 5)?, col(&row, 6)?);
+    let b = budget(&limits, n, running, recent);
+    let mut got: Vec<Claimed> = Vec::new();
+    let mut scan = FIRST_SCAN;
+    while got.len() < b.total {
+        let (total, fresh) = (b.total - got.len(), b.fresh.saturating_sub(got.len()));
+        let (t, f) = (i64::try_from(total).unwrap_or(i64::MAX), i64::try_from(fresh).unwrap_or(i64::MAX));
+        let rows = cx
+            .query(&cx.sql.limits.claim, &[&cx.offset, &queue, &worker, &t, &f, &scan, &limits.group_concurrency])
+            .await?;
+        let enough = rows.len() >= total.min(fresh);
+        got.extend(rows.iter().map(claimed).collect::<Result<Vec<_>>>()?);
+        // Too few for the groups' room: look further only when the scan may have
+        // stopped short of rows whose group has room (it looked at all it asked for).
+        if enough || fresh == 0 || limits.group_concurrency.is_none() || scan >= 1_000_000_000 {
+            break;
+        }
+        let ready: i64 = col(&cx.query_one(&cx.sql.limits.ready_beyond, &[&queue, &(scan + 1)]).await?, 0)?;
+        if ready <= scan {
+            break;
+        }
+        scan = scan.saturating_mul(10);
+    }
+    if let Some((_, period)) = limits.rate {
+        let k = i64::try_from(got.len()).unwrap_or(i64::MAX);
+        cx.execute(&cx.sql.limits.log, &[&queue, &hires, &k, &(hires - period)]).await?;
+    }
+    Ok(Some(got))
+}
+
+impl LimitOps for PgEngine {
+    fn set_limits(&self, queue: &str, l: &QueueLimits) -> Result<()> {
+        self.run(None, async |cx| {
+            if !l.any() {
+                return cx.query_one(&cx.sql.limits.clear, &[&queue]).await.map(drop);
+            }
+            let (count, period) = l.rate.map_or((None, None), |(c, p)| (Some(c), Some(p)));
+            cx.query_one(&cx.sql.limits.set, &[&queue, &l.concurrency, &count, &period, &l.group_concurrency])
+                .await
+                .map(drop)
+        })
+    }
+
+    fn limits(&self, queue: &str) -> Result<QueueLimits> {
+        self.run(None, async |cx| match cx.query(&cx.sql.limits.get, &[&queue]).await?.first() {
+            Some(r) => limits_of(r),
+            None => Ok(QueueLimits::default()),
+        })
+    }
+}

@@ -1,0 +1,203 @@
+//! Flow control (SPEC §24, ADR 0028): a row of `__alkstore_limits` per
+//! limited queue, and the claim of such a queue.
+//!
+//! The one-statement claim ([`super::claim::CLAIM_READY`]) probes the limits
+//! table and claims nothing from a limited queue; [`claim`] here then runs in
+//! one `BEGIN IMMEDIATE` transaction, which SQLite's single writer already
+//! serialises against every other claim, ack and enqueue of the file, so the
+//! counts it reads are the counts it writes against:
+//! 1. exhausted lapsed leases to dead (they free their slots);
+//! 2. count the queue's processing rows and the claims in the rate window,
+//!    and let core budget the claim ([`alkstore_core::rules::limits::budget`]);
+//! 3. one `UPDATE … RETURNING` over the lapsed leases (a reclaim keeps its
+//!    slot) and the first ready rows whose group has room, at most the budget;
+//! 4. log the claims for the rate window and drop what fell out of it.
+//!
+//! A slot is never freed here: a job frees it by leaving `processing`,
+//! through a fenced handle op or a sweep (see `rules::limits`).
+
+use alkstore_core::rules::limits::{budget, QueueLimits};
+use alkstore_core::{Claimed, LimitOps, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::conn::{atomic, now, Scope};
+use crate::engine::SqliteEngine;
+use crate::error::DbResult;
+
+/// `?1`'s limits.
+pub(crate) const GET: &str =
+    "SELECT concurrency, rate_count, rate_period_s, group_concurrency FROM __alkstore_limits WHERE queue = ?1";
+
+/// Stores `?1`'s limits.
+pub(crate) const SET: &str = "INSERT INTO __alkstore_limits (queue, concurrency, rate_count, rate_period_s, \
+group_concurrency) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (queue) DO UPDATE SET concurrency = excluded.concurrency, \
+rate_count = excluded.rate_count, rate_period_s = excluded.rate_period_s, group_concurrency = excluded.group_concurrency";
+
+/// Clears `?1`'s limits.
+pub(crate) const CLEAR: &str = "DELETE FROM __alkstore_limits WHERE queue = ?1";
+
+/// The clock with sub-second precision (the rate window), `?1` the offset.
+pub(crate) const HIRES_NOW: &str = "SELECT unixepoch('subsec') + ?1";
+
+/// `?1`'s processing rows, lapsed leases included: a seek on the leased index.
+pub(crate) const RUNNING: &str = "SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing'";
+
+/// Claims of `?1` inside the window that started at `?2`.
+pub(crate) const RECENT: &str = "SELECT coalesce(sum(n), 0) FROM __alkstore_rate_log WHERE queue = ?1 AND at > ?2";
+
+/// Logs `?3` claims of `?1` at `?2`.
+pub(crate) const LOG: &str = "INSERT INTO __alkstore_rate_log (queue, at, n) VALUES (?1, ?2, ?3)";
+
+/// Drops `?1`'s claims that left the window starting at `?2`.
+pub(crate) const PRUNE: &str = "DELETE FROM __alkstore_rate_log WHERE queue = ?1 AND at <= ?2";
+
+/// When `?1`'s rate window next opens (its oldest logged claim leaves it),
+/// in whole seconds rounded up; `?2` hires now.
+pub(crate) const RATE_WAKE: &str =
+    "SELECT CAST(min(l.at) + m.rate_period_s AS INTEGER) + 1 FROM __alkstore_rate_log l \
+JOIN __alkstore_limits m ON m.queue = l.queue WHERE l.queue = ?1 AND m.rate_count IS NOT NULL \
+AND l.at > ?2 - m.rate_period_s";
+
+/// Whether the first `?3` ready rows of `?1` at `?2` are all there are (a
+/// limited claim that found too few looks further only when they are not).
+pub(crate) const READY_BEYOND: &str = "SELECT count(*) FROM (SELECT 1 FROM __alkstore_jobs \
+INDEXED BY __alkstore_jobs_ready WHERE queue = ?1 AND state = 'pending' AND run_at <= ?2 LIMIT ?3 + 1)";
+
+/// The limited claim: the best `?4` (total budget) of every lapsed lease and
+/// the best `?5` (fresh budget) ready rows among the first `?6` whose group
+/// has room under `?7` (group_concurrency, NULL: none): a row is the `nth`
+/// of its group among the candidates, and `nth` plus the group's processing
+/// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now.
+pub(crate) const CLAIM: &str = concat!(
+    "\
+UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
+claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
+WHERE id IN (\
+SELECT id FROM (\
+SELECT id, priority, run_at FROM __alkstore_jobs \
+WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND (expires_at IS NULL OR expires_at > ?3) \
+UNION ALL \
+SELECT id, priority, run_at FROM (\
+SELECT c.id, c.priority, c.run_at FROM (\
+SELECT id, priority, run_at, group_key, \
+row_number() OVER (PARTITION BY group_key ORDER BY priority DESC, run_at, id) AS nth FROM (\
+SELECT id, priority, run_at, group_key FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
+WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
+ORDER BY priority DESC, run_at, id LIMIT ?6)) c \
+WHERE ?7 IS NULL OR c.group_key IS NULL OR c.nth + (SELECT count(*) FROM __alkstore_jobs p \
+INDEXED BY __alkstore_jobs_group_running WHERE p.queue = ?1 AND p.group_key = c.group_key \
+AND p.state = 'processing') <= ?7 \
+ORDER BY c.priority DESC, c.run_at, c.id LIMIT ?5)) \
+ORDER BY priority DESC, run_at, id LIMIT ?4) \
+AND NOT EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1)",
+    " RETURNING id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, \
+     enqueued_at, run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s"
+);
+
+/// How far one limited claim looks into the ready rows before it looks
+/// further (then ten times as far, and so on): far enough that a few
+/// saturated groups at the head of the queue do not hide the others.
+const FIRST_SCAN: i64 = 1_000;
+
+pub(crate) fn get(conn: &Connection, queue: &str) -> Result<Option<QueueLimits>> {
+    conn.prepare_cached(GET)
+        .and_then(|mut s| {
+            s.query_row([queue], |r| {
+                let rate = match (r.get::<_, Option<i64>>(1)?, r.get::<_, Option<f64>>(2)?) {
+                    (Some(c), Some(p)) => Some((c, p)),
+                    _ => None,
+                };
+                Ok(QueueLimits { concurrency: r.get(0)?, rate, group_concurrency: r.get(3)? })
+            })
+            .optional()
+        })
+        .db()
+}
+
+fn hires_now(conn: &Connection, offset: i64) -> Result<f64> {
+    conn.prepare_cached(HIRES_NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
+}
+
+fn count(conn: &Connection, sql: &str, p: impl rusqlite::Params) -> Result<i64> {
+    conn.prepare_cached(sql).and_then(|mut s| s.query_row(p, |r| r.get(0))).db()
+}
+
+/// The claim of a limited queue, in its own write transaction. None when
+/// the queue has no limits after all (cleared since the fast path looked).
+pub(crate) fn claim(
+    conn: &Connection,
+    offset: i64,
+    queue: &str,
+    worker: &str,
+    n: usize,
+) -> Result<Option<Vec<Claimed>>> {
+    atomic(conn, Scope::Own, |c| {
+        let Some(limits) = get(c, queue)? else { return Ok(None) };
+        let now = now(c, offset)?;
+        super::claim::exhaust(c, queue, now)?;
+        let running = if limits.concurrency.is_some() { count(c, RUNNING, [queue])? } else { 0 };
+        let (hires, recent) = match limits.rate {
+            Some((_, period)) => {
+                let t = hires_now(c, offset)?;
+                (t, count(c, RECENT, params![queue, t - period])?)
+            }
+            None => (0.0, 0),
+        };
+        let b = budget(&limits, n, running, recent);
+        let mut claimed: Vec<Claimed> = Vec::new();
+        let mut scan = FIRST_SCAN;
+        while claimed.len() < b.total {
+            let (total, fresh) = (b.total - claimed.len(), b.fresh.saturating_sub(claimed.len()));
+            let got = super::claim::run(
+                c,
+                CLAIM,
+                params![queue, worker, now, total as i64, fresh as i64, scan, limits.group_concurrency],
+                total,
+            )?;
+            let enough = got.len() >= total.min(fresh);
+            claimed.extend(got);
+            // Too few for the groups' room: look further only when the scan
+            // stopped short of the ready rows.
+            if enough
+                || fresh == 0
+                || limits.group_concurrency.is_none()
+                || count(c, READY_BEYOND, params![queue, now, scan])? <= scan
+            {
+                break;
+            }
+            scan = scan.saturating_mul(10);
+        }
+        if let Some((_, period)) = limits.rate {
+            if !claimed.is_empty() {
+                c.prepare_cached(LOG).and_then(|mut s| s.execute(params![queue, hires, claimed.len() as i64])).db()?;
+            }
+            c.prepare_cached(PRUNE).and_then(|mut s| s.execute(params![queue, hires - period])).db()?;
+        }
+        Ok(Some(claimed))
+    })
+}
+
+/// When `queue`'s rate window next opens (None: no rate, or nothing logged).
+pub(crate) fn rate_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
+    let t = hires_now(conn, offset)?;
+    conn.prepare_cached(RATE_WAKE).and_then(|mut s| s.query_row(params![queue, t], |r| r.get(0))).db()
+}
+
+impl LimitOps for SqliteEngine {
+    fn set_limits(&self, queue: &str, l: &QueueLimits) -> Result<()> {
+        self.write(None, |c, _| {
+            if !l.any() {
+                return c.prepare_cached(CLEAR).and_then(|mut s| s.execute([queue])).db().map(drop);
+            }
+            let (count, period) = l.rate.map_or((None, None), |(c, p)| (Some(c), Some(p)));
+            c.prepare_cached(SET)
+                .and_then(|mut s| s.execute(params![queue, l.concurrency, count, period, l.group_concurrency]))
+                .db()
+                .map(drop)
+        })
+    }
+
+    fn limits(&self, queue: &str) -> Result<QueueLimits> {
+        self.read(None, |c| get(c, queue).map(Option::unwrap_or_default))
+    }
+}
