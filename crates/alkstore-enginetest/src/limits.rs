@@ -76,6 +76,9 @@ pub fn concurrency_caps_claims_and_each_settling_op_frees_a_slot<H: Harness>(db:
     let s = &db.store;
     fill(db, "q", 8)?;
     s.set_limits("q", &concurrency(2))?;
+    // Other limited queues must not disturb this one's ops.
+    s.set_limits("a", &concurrency(1))?;
+    s.set_limits("z", &concurrency(1))?;
     let mut held = s.claim("q", "w", 5)?;
     assert_eq!(held.len(), 2, "a batch returns fewer");
     assert!(s.claim("q", "w", 1)?.is_empty(), "the queue is full");

@@ -120,6 +120,18 @@ pub fn budget(limits: &QueueLimits, n: usize, running: i64, recent: i64) -> Budg
     Budget { total, fresh }
 }
 
+/// How many ready rows a limited claim of up to `n` (`fresh` of them new
+/// starts) looks at first. Without a group limit every ready row qualifies,
+/// so the best `fresh` are all it needs. With one, enough that a few
+/// saturated groups at the head of the queue do not hide the others; the
+/// engines look ten times further while they find too few and more ready
+/// rows exist. Kept the same from call to call for one `n`, so a statement
+/// that bakes the value into its plan is not re-prepared.
+pub fn first_scan(limits: &QueueLimits, n: usize, fresh: usize) -> i64 {
+    let rows = if limits.group_concurrency.is_some() { n.saturating_mul(4).max(64) } else { fresh };
+    i64::try_from(rows).unwrap_or(i64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +147,16 @@ mod tests {
         assert_eq!(budget(&r, 32, 0, 45), Budget { total: 5, fresh: 5 });
         assert_eq!(budget(&r, 32, 7, 0), Budget { total: 32, fresh: 1 });
         assert_eq!(budget(&r, 32, 0, 60), Budget { total: 0, fresh: 0 });
+    }
+
+    #[test]
+    fn a_claim_looks_further_only_under_a_group_limit() {
+        let none = QueueLimits::default();
+        assert_eq!(first_scan(&QueueLimits { concurrency: Some(8), ..none }, 1, 1), 1);
+        assert_eq!(first_scan(&QueueLimits { concurrency: Some(8), ..none }, 32, 0), 0, "no room: lapsed leases only");
+        let grouped = QueueLimits { group_concurrency: Some(1), ..none };
+        assert_eq!(first_scan(&grouped, 1, 1), 64);
+        assert_eq!(first_scan(&grouped, 100, 100), 400);
     }
 
     #[test]

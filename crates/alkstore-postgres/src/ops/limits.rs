@@ -19,7 +19,7 @@
 //! queue's channel when it has limits (`slot_freed`), so held-back claimers
 //! wake for a free slot as they wake for an enqueue.
 
-use alkstore_core::rules::limits::{budget, QueueLimits};
+use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
 use alkstore_core::{Claimed, Engine, LimitOps, Result};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
@@ -142,11 +142,6 @@ impl Sql {
     }
 }
 
-/// How far one limited claim looks into the ready rows before it looks
-/// further (then ten times as far): far enough that a few saturated groups
-/// at the head of the queue do not hide the others.
-const FIRST_SCAN: i64 = 1_000;
-
 fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
     let rate = match (col::<Option<i64>>(row, 1)?, col::<Option<f64>>(row, 2)?) {
         (Some(c), Some(p)) => Some((c, p)),
@@ -180,7 +175,7 @@ async fn claim_in(cx: &Ctx<'_>, queue: &str, worker: &str, n: usize) -> Result<O
     let (running, hires, recent): (i64, f64, i64) = (col(&row, 4)?, col(&row, 5)?, col(&row, 6)?);
     let b = budget(&limits, n, running, recent);
     let mut got: Vec<Claimed> = Vec::new();
-    let mut scan = FIRST_SCAN;
+    let mut scan = first_scan(&limits, n, b.fresh);
     while got.len() < b.total {
         let (total, fresh) = (b.total - got.len(), b.fresh.saturating_sub(got.len()));
         let (t, f) = (i64::try_from(total).unwrap_or(i64::MAX), i64::try_from(fresh).unwrap_or(i64::MAX));

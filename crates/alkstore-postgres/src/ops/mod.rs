@@ -72,8 +72,14 @@ pub(crate) fn into_dead(s: &str) -> String {
 /// limits (SPEC §24): a statement that moves a row out of `processing` frees
 /// a slot, and claimers held back by a limit must wake for it, as they wake
 /// for an enqueue. A primary-key probe of `limits`; nothing for other queues.
+/// `queue_expr` is read in a FROM-less subquery first, where a bare `queue`
+/// can only mean the outer row's column (inside `FROM limits` it would mean
+/// the limits row's own, and match every limited queue).
 pub(crate) fn slot_freed(s: &str, channel: &str, queue_expr: &str) -> String {
-    format!("(SELECT pg_notify('{channel}', l.queue) FROM {s}.limits l WHERE l.queue = {queue_expr})")
+    format!(
+        "(SELECT pg_notify('{channel}', x.q) FROM (SELECT {queue_expr} AS q) x \
+         WHERE EXISTS (SELECT 1 FROM {s}.limits l WHERE l.queue = x.q))"
+    )
 }
 
 /// `schema` quoted as an identifier. The name is validated at open (ASCII

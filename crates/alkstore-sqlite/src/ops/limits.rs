@@ -16,7 +16,7 @@
 //! A slot is never freed here: a job frees it by leaving `processing`,
 //! through a fenced handle op or a sweep (see `rules::limits`).
 
-use alkstore_core::rules::limits::{budget, QueueLimits};
+use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
 use alkstore_core::{Claimed, LimitOps, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -68,6 +68,11 @@ INDEXED BY __alkstore_jobs_ready WHERE queue = ?1 AND state = 'pending' AND run_
 /// has room under `?7` (group_concurrency, NULL: none): a row is the `nth`
 /// of its group among the candidates, and `nth` plus the group's processing
 /// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now.
+///
+/// Each LIMIT is `0 + ?n`, not a bare `?n`: SQLite's planner reads a bare
+/// bound LIMIT, which marks the statement to be re-prepared whenever that
+/// parameter is bound again, i.e. on every call (measured: the parse was
+/// most of a limited claim). An expression is evaluated at run time instead.
 pub(crate) const CLAIM: &str = concat!(
     "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
@@ -83,21 +88,16 @@ SELECT id, priority, run_at, group_key, \
 row_number() OVER (PARTITION BY group_key ORDER BY priority DESC, run_at, id) AS nth FROM (\
 SELECT id, priority, run_at, group_key FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
 WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
-ORDER BY priority DESC, run_at, id LIMIT ?6)) c \
+ORDER BY priority DESC, run_at, id LIMIT 0 + ?6)) c \
 WHERE ?7 IS NULL OR c.group_key IS NULL OR c.nth + (SELECT count(*) FROM __alkstore_jobs p \
 INDEXED BY __alkstore_jobs_group_running WHERE p.queue = ?1 AND p.group_key = c.group_key \
 AND p.state = 'processing') <= ?7 \
-ORDER BY c.priority DESC, c.run_at, c.id LIMIT ?5)) \
-ORDER BY priority DESC, run_at, id LIMIT ?4) \
+ORDER BY c.priority DESC, c.run_at, c.id LIMIT 0 + ?5)) \
+ORDER BY priority DESC, run_at, id LIMIT 0 + ?4) \
 AND NOT EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1)",
     " RETURNING id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, \
      enqueued_at, run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s"
 );
-
-/// How far one limited claim looks into the ready rows before it looks
-/// further (then ten times as far, and so on): far enough that a few
-/// saturated groups at the head of the queue do not hide the others.
-const FIRST_SCAN: i64 = 1_000;
 
 pub(crate) fn get(conn: &Connection, queue: &str) -> Result<Option<QueueLimits>> {
     conn.prepare_cached(GET)
@@ -145,7 +145,7 @@ pub(crate) fn claim(
         };
         let b = budget(&limits, n, running, recent);
         let mut claimed: Vec<Claimed> = Vec::new();
-        let mut scan = FIRST_SCAN;
+        let mut scan = first_scan(&limits, n, b.fresh);
         while claimed.len() < b.total {
             let (total, fresh) = (b.total - claimed.len(), b.fresh.saturating_sub(claimed.len()));
             let got = super::claim::run(
