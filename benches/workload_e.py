@@ -33,7 +33,9 @@ queue is empty and the producer done. Kinds:
 Every process is a subprocess of this script (``--child``), so a peer can run
 under another interpreter. Printed per row: jobs/s, the ratio to ``raw`` at
 the same width, and CPU-seconds per 1,000 jobs of the whole machine
-(/proc/stat, so the database server counts) with its ratio to ``raw``. A peer
+(/proc/stat, so the database server counts) with its ratio to ``raw``, then the
+client's CPU-seconds per 1,000 jobs: the producer's and consumers' own
+(/proc/PID/stat), which other load on the machine does not inflate. A peer
 that is missing or fails prints one line saying why; the others still run.
 ``--rounds R`` runs every width R times, the kinds in turn each round, and
 ends with the median ``alkstore-tasks`` / ``alkstore`` ratios.
@@ -76,6 +78,13 @@ def busy_s() -> float:
     with open("/proc/stat", encoding="ascii") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return (sum(v) - v[3] - v[4]) / TICK  # minus idle and iowait
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15
 
 
 def poll(claim: Callable[[], bool]) -> None:
@@ -480,9 +489,11 @@ def child(role: str, kind: str, engine: str, where: str, n: int, threads: int) -
     print("ready", flush=True)
     sys.stdin.readline()  # the parent's go
     if role == "producer":
+        before = os.times()
         for _ in range(n):
             step()
-        sys.stdout.flush()
+        after = os.times()
+        print(f"cpu {after.user - before.user + after.system - before.system}", flush=True)
         os._exit(0)  # skip the peers' pool finalizers, which only print noise at exit
     step()
 
@@ -524,8 +535,9 @@ def spawn(
     return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -> tuple[float, float]:
-    """One point: jobs/s and whole-machine CPU-seconds per 1,000 jobs."""
+def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -> tuple[float, float, float]:
+    """One point: jobs/s, and CPU-seconds per 1,000 jobs of the whole machine
+    and of the client processes (producer and consumers)."""
     extra = n // 4
     tag = kind.replace("-threads", "")
     where = (
@@ -553,17 +565,23 @@ def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -
         left = Left(tag, engine, where)
         time.sleep(0.5)
         cpu0, t0 = busy_s(), time.perf_counter()
+        client0 = sum(proc_cpu_s(p.pid) for p in consumers)
         for p in procs_:
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
         if producer.wait() != 0:
             raise RuntimeError(f"producer exited {producer.returncode}")
+        assert producer.stdout is not None
+        produced = producer.stdout.readline().split()
+        if produced[:1] != ["cpu"]:
+            raise RuntimeError(f"the producer did not report its CPU: {produced}")
         while left.count() > 0:
             time.sleep(0.005)
             if any(p.poll() is not None for p in procs_[1:]):
                 raise RuntimeError("a consumer exited before the queue was drained")
         wall, cpu = time.perf_counter() - t0, busy_s() - cpu0
+        client = float(produced[1]) + sum(proc_cpu_s(p.pid) for p in consumers) - client0
     finally:
         for p in procs_:
             if p.poll() is None:
@@ -581,7 +599,7 @@ def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -
                 pg.execute(f"DROP TABLE IF EXISTS {where}")
                 pg.execute(f'DROP SCHEMA IF EXISTS "{where}" CASCADE')
     total = n + extra
-    return total / wall, cpu / total * 1000
+    return total / wall, cpu / total * 1000, client / total * 1000
 
 
 def main() -> None:
@@ -599,17 +617,20 @@ def main() -> None:
         child(role, kind, engine, where, int(n), int(threads))
         return
     only = [k for k in args.only.split(",") if k]
-    print("E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio", flush=True)
-    # (engine, width) -> the alkstore-tasks / alkstore ratios of rate and CPU, per round
-    task_ratios: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    print(
+        "E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio  client CPU-s/1k  ratio",
+        flush=True,
+    )
+    # (engine, width) -> the alkstore-tasks / alkstore ratios of rate, CPU and client CPU, per round
+    task_ratios: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     for engine in args.engines.split(","):
         for width in [int(w) for w in args.widths.split(",")]:
             for _ in range(args.rounds):
                 runs = [(k, width, 1) for k in KINDS[engine]]
                 if width == 8:
                     runs.insert(2, ("alkstore-threads", 1, 8))
-                floor: tuple[float, float] | None = None
-                plain: tuple[float, float] | None = None
+                floor: tuple[float, float, float] | None = None
+                plain: tuple[float, float, float] | None = None
                 for kind, procs, threads in runs:
                     if only and kind != "raw" and kind.replace("-threads", "") not in only:
                         continue
@@ -617,29 +638,33 @@ def main() -> None:
                     try:
                         if not python:
                             raise RuntimeError("no --oban-python (oban needs Python >= 3.12)")
-                        rate, cpu = one(kind, engine, procs, threads, args.n, python)
+                        rate, cpu, client = one(kind, engine, procs, threads, args.n, python)
                     except Exception as exc:  # a missing or broken peer must not stop the others
                         print(f"E  {engine:9s} {width:5d}  {kind:16s} unavailable: {exc}", flush=True)
                         continue
-                    floor = floor or (rate, cpu)
+                    floor = floor or (rate, cpu, client)
                     vs = ""
                     if kind == "alkstore":
-                        plain = (rate, cpu)
+                        plain = (rate, cpu, client)
                     elif kind == "alkstore-tasks" and plain is not None:
-                        ratio = (rate / plain[0], cpu / plain[1])
+                        ratio = (rate / plain[0], cpu / plain[1], client / plain[2])
                         task_ratios.setdefault((engine, width), []).append(ratio)
-                        vs = f"  vs alkstore: rate {ratio[0]:4.2f}x, CPU {ratio[1]:4.2f}x"
+                        vs = "  vs alkstore: rate {:4.2f}x, CPU {:4.2f}x, client CPU {:4.2f}x".format(*ratio)
                     print(
                         f"E  {engine:9s} {width:5d}  {kind:16s} {rate:7.0f}  {rate / floor[0]:4.2f}x"
-                        f"  {cpu:8.3f}  {cpu / floor[1]:4.2f}x{vs}",
+                        f"  {cpu:8.3f}  {cpu / floor[1]:4.2f}x"
+                        f"  {client:15.3f}  {client / floor[2]:4.2f}x{vs}",
                         flush=True,
                     )
     for (engine, width), ratios in task_ratios.items():
-        rates, cpus = [r for r, _ in ratios], [c for _, c in ratios]
+        cols = [("rate", [r[0] for r in ratios]), ("CPU", [r[1] for r in ratios])]
+        cols.append(("client CPU", [r[2] for r in ratios]))
+        medians = ", ".join(
+            f"{name} {statistics.median(v):4.2f}x ({min(v):4.2f}-{max(v):4.2f})" for name, v in cols
+        )
         print(
-            f"E  {engine:9s} {width:5d}  alkstore-tasks / alkstore over {len(ratios)} round(s): "
-            f"rate median {statistics.median(rates):4.2f}x ({min(rates):4.2f}-{max(rates):4.2f}), "
-            f"CPU median {statistics.median(cpus):4.2f}x ({min(cpus):4.2f}-{max(cpus):4.2f})",
+            f"E  {engine:9s} {width:5d}  alkstore-tasks / alkstore, medians over {len(ratios)} round(s): "
+            + medians,
             flush=True,
         )
 
