@@ -3,7 +3,7 @@ enqueues, alkstore's Worker side by side with the raw-SQL floor and the peers,
 with the whole machine's CPU per job.
 
     python benches/workload_e.py [-n 4000] [--widths 1,2,4,8] [--engines sqlite,postgres]
-                                 [--only raw,alkstore,...] [--oban-python PATH]
+                                 [--only raw,alkstore,...] [--rounds R] [--oban-python PATH]
 
 For each engine, width W and kind: N jobs are enqueued first, then W consumer
 processes start together while one producer process enqueues N/4 more (one
@@ -15,6 +15,11 @@ queue is empty and the producer done. Kinds:
 - ``alkstore``: each consumer process runs ``alkstore.Worker(concurrency=1)``
   with a handler that does nothing; ``alkstore-threads`` (W = 8 only) is one
   process running ``Worker(concurrency=8)``.
+- ``alkstore-tasks``: the same with a task registry (SPEC §22): one task that
+  does nothing, ``tasks.worker(concurrency=1)`` per consumer process, and a
+  producer that calls ``task.enqueue(**payload)`` (binding and JSON check
+  included). Its row also prints its rate and CPU as a ratio to the
+  ``alkstore`` row of the same width and round.
 - SQLite peers ``honker``, ``huey``, ``litequeue``: each consumer loops the
   library's claim and ack calls, as compare.py does (huey's dequeue deletes:
   it has no ack). A bare loop has no worker machinery, so this flatters them.
@@ -28,8 +33,12 @@ queue is empty and the producer done. Kinds:
 Every process is a subprocess of this script (``--child``), so a peer can run
 under another interpreter. Printed per row: jobs/s, the ratio to ``raw`` at
 the same width, and CPU-seconds per 1,000 jobs of the whole machine
-(/proc/stat, so the database server counts) with its ratio to ``raw``. A peer
+(/proc/stat, so the database server counts) with its ratio to ``raw``, then the
+client's CPU-seconds per 1,000 jobs: the producer's and consumers' own
+(/proc/PID/stat), which other load on the machine does not inflate. A peer
 that is missing or fails prints one line saying why; the others still run.
+``--rounds R`` runs every width R times, the kinds in turn each round, and
+ends with the median ``alkstore-tasks`` / ``alkstore`` ratios.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ import json
 import os
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,9 +64,12 @@ PAYLOAD = {"to": "alice@example.com", "n": 1}
 TEXT = json.dumps(PAYLOAD)
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = {
-    "sqlite": ["raw", "alkstore", "honker", "huey", "litequeue"],
-    "postgres": ["raw", "alkstore", "pgqueuer", "procrastinate", "oban"],
+    "sqlite": ["raw", "alkstore", "alkstore-tasks", "honker", "huey", "litequeue"],
+    "postgres": ["raw", "alkstore", "alkstore-tasks", "pgqueuer", "procrastinate", "oban"],
 }
+#: The one task of ``alkstore-tasks``, and the payload its ``enqueue`` writes.
+TASK = "e_work"
+TASK_PAYLOAD = {"task": TASK, "args": [], "kwargs": PAYLOAD}
 Run = Callable[[], None]
 
 
@@ -65,6 +78,13 @@ def busy_s() -> float:
     with open("/proc/stat", encoding="ascii") as f:
         v = [int(x) for x in f.readline().split()[1:]]
     return (sum(v) - v[3] - v[4]) / TICK  # minus idle and iowait
+
+
+def proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime: fields 14 and 15
 
 
 def poll(claim: Callable[[], bool]) -> None:
@@ -167,6 +187,41 @@ def alk_consumer(engine: str, where: str, threads: int) -> Run:
     w = alkstore.Worker(alk_open(engine, where), concurrency=threads, worker_id=f"w{os.getpid()}")
     w.handler("e")(lambda payload, job: None)
     return w.run  # SIGTERM is the Worker's clean stop
+
+
+# ------------------------------------------------------------------ alkstore tasks
+def tasks_registry(store: Any) -> tuple[Any, Any]:
+    """A registry with the one task, doing what the plain Worker's handler does."""
+    import alkstore
+
+    tasks = alkstore.Tasks(store)
+
+    @tasks.task(queue="e", name=TASK)
+    def work(to: str, n: int) -> None:
+        return None
+
+    return tasks, work
+
+
+def tasks_setup(engine: str, where: str, n: int) -> None:
+    with alk_open(engine, where) as s:
+        _, work = tasks_registry(s)
+        work.enqueue(**PAYLOAD)  # the payload the producer's enqueue writes, checked once
+        q = s.queue("e")
+        (job,) = q.live_jobs(limit=1)
+        assert job.payload == TASK_PAYLOAD, job.payload
+        for i in range(1, n, 1000):
+            q.enqueue_many([TASK_PAYLOAD] * min(1000, n - i))
+
+
+def tasks_producer(engine: str, where: str) -> Run:
+    _, work = tasks_registry(alk_open(engine, where))
+    return lambda: work.enqueue(**PAYLOAD) and None
+
+
+def tasks_consumer(engine: str, where: str, threads: int) -> Run:
+    tasks, _ = tasks_registry(alk_open(engine, where))
+    return tasks.worker(concurrency=threads, worker_id=f"w{os.getpid()}").run
 
 
 # ------------------------------------------------------------------ SQLite peers
@@ -414,6 +469,7 @@ LEFT_SQL = {
 ROLES: dict[str, tuple[Callable[..., None], Callable[..., Run], Callable[..., Run]]] = {
     "raw": (raw_setup, raw_producer, raw_consumer),
     "alkstore": (alk_setup, alk_producer, alk_consumer),
+    "alkstore-tasks": (tasks_setup, tasks_producer, tasks_consumer),
     "honker": (honker_setup, honker_producer, honker_consumer),
     "huey": (huey_setup, huey_producer, huey_consumer),
     "litequeue": (litequeue_setup, litequeue_producer, litequeue_consumer),
@@ -433,9 +489,11 @@ def child(role: str, kind: str, engine: str, where: str, n: int, threads: int) -
     print("ready", flush=True)
     sys.stdin.readline()  # the parent's go
     if role == "producer":
+        before = os.times()
         for _ in range(n):
             step()
-        sys.stdout.flush()
+        after = os.times()
+        print(f"cpu {after.user - before.user + after.system - before.system}", flush=True)
         os._exit(0)  # skip the peers' pool finalizers, which only print noise at exit
     step()
 
@@ -446,7 +504,7 @@ class Left:
 
     def __init__(self, kind: str, engine: str, where: str) -> None:
         key = ("raw", engine) if kind == "raw" else (kind, engine)
-        if kind == "alkstore":
+        if kind in ("alkstore", "alkstore-tasks"):
             self.count = self._alkstore(engine, where)
             return
         sql = LEFT_SQL[key].format(t=where)
@@ -477,8 +535,9 @@ def spawn(
     return subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
 
-def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -> tuple[float, float]:
-    """One point: jobs/s and whole-machine CPU-seconds per 1,000 jobs."""
+def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -> tuple[float, float, float]:
+    """One point: jobs/s, and CPU-seconds per 1,000 jobs of the whole machine
+    and of the client processes (producer and consumers)."""
     extra = n // 4
     tag = kind.replace("-threads", "")
     where = (
@@ -506,17 +565,23 @@ def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -
         left = Left(tag, engine, where)
         time.sleep(0.5)
         cpu0, t0 = busy_s(), time.perf_counter()
+        client0 = sum(proc_cpu_s(p.pid) for p in consumers)
         for p in procs_:
             assert p.stdin is not None
             p.stdin.write("go\n")
             p.stdin.flush()
         if producer.wait() != 0:
             raise RuntimeError(f"producer exited {producer.returncode}")
+        assert producer.stdout is not None
+        produced = producer.stdout.readline().split()
+        if produced[:1] != ["cpu"]:
+            raise RuntimeError(f"the producer did not report its CPU: {produced}")
         while left.count() > 0:
             time.sleep(0.005)
             if any(p.poll() is not None for p in procs_[1:]):
                 raise RuntimeError("a consumer exited before the queue was drained")
         wall, cpu = time.perf_counter() - t0, busy_s() - cpu0
+        client = float(produced[1]) + sum(proc_cpu_s(p.pid) for p in consumers) - client0
     finally:
         for p in procs_:
             if p.poll() is None:
@@ -534,7 +599,7 @@ def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -
                 pg.execute(f"DROP TABLE IF EXISTS {where}")
                 pg.execute(f'DROP SCHEMA IF EXISTS "{where}" CASCADE')
     total = n + extra
-    return total / wall, cpu / total * 1000
+    return total / wall, cpu / total * 1000, client / total * 1000
 
 
 def main() -> None:
@@ -543,6 +608,7 @@ def main() -> None:
     ap.add_argument("--widths", default="1,2,4,8")
     ap.add_argument("--engines", default="sqlite,postgres")
     ap.add_argument("--only", default="", help="comma list of kinds (default: all)")
+    ap.add_argument("--rounds", type=int, default=1, help="run each width this many times")
     ap.add_argument("--oban-python", default=os.environ.get("OBAN_PYTHON", ""))
     ap.add_argument("--child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -551,30 +617,56 @@ def main() -> None:
         child(role, kind, engine, where, int(n), int(threads))
         return
     only = [k for k in args.only.split(",") if k]
-    print("E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio", flush=True)
+    print(
+        "E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio  client CPU-s/1k  ratio",
+        flush=True,
+    )
+    # (engine, width) -> the alkstore-tasks / alkstore ratios of rate, CPU and client CPU, per round
+    task_ratios: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
     for engine in args.engines.split(","):
         for width in [int(w) for w in args.widths.split(",")]:
-            runs = [(k, width, 1) for k in KINDS[engine]]
-            if width == 8:
-                runs.insert(2, ("alkstore-threads", 1, 8))
-            floor: tuple[float, float] | None = None
-            for kind, procs, threads in runs:
-                if only and kind != "raw" and kind.replace("-threads", "") not in only:
-                    continue
-                python = args.oban_python if kind == "oban" else sys.executable
-                try:
-                    if not python:
-                        raise RuntimeError("no --oban-python (oban needs Python >= 3.12)")
-                    rate, cpu = one(kind, engine, procs, threads, args.n, python)
-                except Exception as exc:  # a missing or broken peer must not stop the others
-                    print(f"E  {engine:9s} {width:5d}  {kind:16s} unavailable: {exc}", flush=True)
-                    continue
-                floor = floor or (rate, cpu)
-                print(
-                    f"E  {engine:9s} {width:5d}  {kind:16s} {rate:7.0f}  {rate / floor[0]:4.2f}x"
-                    f"  {cpu:8.3f}  {cpu / floor[1]:4.2f}x",
-                    flush=True,
-                )
+            for _ in range(args.rounds):
+                runs = [(k, width, 1) for k in KINDS[engine]]
+                if width == 8:
+                    runs.insert(2, ("alkstore-threads", 1, 8))
+                floor: tuple[float, float, float] | None = None
+                plain: tuple[float, float, float] | None = None
+                for kind, procs, threads in runs:
+                    if only and kind != "raw" and kind.replace("-threads", "") not in only:
+                        continue
+                    python = args.oban_python if kind == "oban" else sys.executable
+                    try:
+                        if not python:
+                            raise RuntimeError("no --oban-python (oban needs Python >= 3.12)")
+                        rate, cpu, client = one(kind, engine, procs, threads, args.n, python)
+                    except Exception as exc:  # a missing or broken peer must not stop the others
+                        print(f"E  {engine:9s} {width:5d}  {kind:16s} unavailable: {exc}", flush=True)
+                        continue
+                    floor = floor or (rate, cpu, client)
+                    vs = ""
+                    if kind == "alkstore":
+                        plain = (rate, cpu, client)
+                    elif kind == "alkstore-tasks" and plain is not None:
+                        ratio = (rate / plain[0], cpu / plain[1], client / plain[2])
+                        task_ratios.setdefault((engine, width), []).append(ratio)
+                        vs = "  vs alkstore: rate {:4.2f}x, CPU {:4.2f}x, client CPU {:4.2f}x".format(*ratio)
+                    print(
+                        f"E  {engine:9s} {width:5d}  {kind:16s} {rate:7.0f}  {rate / floor[0]:4.2f}x"
+                        f"  {cpu:8.3f}  {cpu / floor[1]:4.2f}x"
+                        f"  {client:15.3f}  {client / floor[2]:4.2f}x{vs}",
+                        flush=True,
+                    )
+    for (engine, width), ratios in task_ratios.items():
+        cols = [("rate", [r[0] for r in ratios]), ("CPU", [r[1] for r in ratios])]
+        cols.append(("client CPU", [r[2] for r in ratios]))
+        medians = ", ".join(
+            f"{name} {statistics.median(v):4.2f}x ({min(v):4.2f}-{max(v):4.2f})" for name, v in cols
+        )
+        print(
+            f"E  {engine:9s} {width:5d}  alkstore-tasks / alkstore, medians over {len(ratios)} round(s): "
+            + medians,
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
