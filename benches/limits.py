@@ -80,7 +80,9 @@ def raw_postgres(n: int) -> float:
             "worker text, deadline bigint, attempts int default 0)"
         )
         pg.execute(f"CREATE INDEX ON {table}(queue, priority DESC, run_at, id) WHERE state='pending'")
-        pg.execute(f"INSERT INTO {table}(queue,payload) SELECT 'e', %s FROM generate_series(1, %s)", (TEXT, n))
+        pg.execute(
+            f"INSERT INTO {table}(queue,payload) SELECT 'e', %s FROM generate_series(1, %s)", (TEXT, n)
+        )
         claim = (
             f"UPDATE {table} SET state='processing', worker='w', attempts=attempts+1,"
             f" deadline=extract(epoch from now())::bigint+300 WHERE id=(SELECT id FROM {table}"
@@ -137,7 +139,10 @@ def main() -> None:
                 line.append(f"{name} {rate:7.0f}/s ({rate / base:.2f}x)")
             print("  ".join(line), flush=True)
         for name, rs in ratios.items():
-            print(f"{engine:9s} {name:20s} median {statistics.median(rs):.2f}x the floor's plain claim", flush=True)
+            print(
+                f"{engine:9s} {name:20s} median {statistics.median(rs):.2f}x the floor's plain claim",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

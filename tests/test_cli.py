@@ -79,7 +79,18 @@ def test_stats_lists_every_queue_with_its_counts(target: Target, store: Store) -
     table = cli("stats", *store_args(target))
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    header = ["QUEUE", "PENDING", "SCHEDULED", "PROCESSING", "DEAD", "OLDEST", "READY", "S", "PAUSED", "LIMITS"]
+    header = [
+        "QUEUE",
+        "PENDING",
+        "SCHEDULED",
+        "PROCESSING",
+        "DEAD",
+        "OLDEST",
+        "READY",
+        "S",
+        "PAUSED",
+        "LIMITS",
+    ]
     assert lines[0].split() == header
     assert lines[1].split() == ["emails", "3", "0", "0", "0", lines[1].split()[-3], "no", "-"]
     assert all(r["paused"] is False for r in rows)

@@ -93,7 +93,7 @@ def test_pause_and_resume_are_seen_by_every_handle(target: Target, store: Store)
     rows = json_out(cli("stats", *store_args(target), "--json"))
     assert [(r["queue"], r["pending"], r["paused"]) for r in rows] == [("emails", 1, True)]
     table = cli("stats", *store_args(target)).stdout.splitlines()
-    assert table[0].split()[-1] == "PAUSED" and table[1].split()[-1] == "yes"
+    assert table[0].split()[-2:] == ["PAUSED", "LIMITS"] and table[1].split()[-2:] == ["yes", "-"]
 
     resumed = cli("resume", *store_args(target), "emails")
     assert resumed.returncode == 0, resumed.stderr
@@ -120,6 +120,7 @@ def test_a_queue_with_no_jobs_can_be_paused_and_is_listed(target: Target, store:
             "dead": 0,
             "oldest_ready_age_s": None,
             "paused": True,
+            "limits": dict.fromkeys(("concurrency", "rate_count", "rate_period_s", "group_concurrency")),
         }
     ]
 

@@ -121,8 +121,10 @@ fn spread(
             let values: Vec<Bound<'_, PyAny>> =
                 items(values, what, "str or None, one per payload")?.collect::<PyResult<_>>()?;
             if values.len() != jobs.len() {
+                // "unique_key has 1 keys for 2 payloads", "group has 1 groups for …"
+                let noun = if what == "group" { "groups" } else { "keys" };
                 return Err(PyValueError::new_err(format!(
-                    "{what} has {} values for {} payloads",
+                    "{what} has {} {noun} for {} payloads",
                     values.len(),
                     jobs.len()
                 )));
