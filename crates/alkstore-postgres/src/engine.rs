@@ -63,6 +63,10 @@ pub struct PgEngine {
     schema: String,
     /// Whether the vacuum task was started (once per engine, by a claim).
     pub(crate) maintaining: AtomicBool,
+    /// Queues this engine lately found limited (SPEC §24), and when: their
+    /// claims skip the one-statement claim, which would only answer
+    /// "limited", for a while (`ops/claim.rs`).
+    pub(crate) limited_seen: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
 }
 
 impl std::fmt::Debug for PgEngine {
@@ -94,6 +98,7 @@ impl PgEngine {
             listening: AtomicBool::new(false),
             stop: ManuallyDrop::new(watch::Sender::new(false)),
             maintaining: AtomicBool::new(false),
+            limited_seen: std::sync::Mutex::default(),
         })
     }
 

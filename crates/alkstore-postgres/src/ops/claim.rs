@@ -6,6 +6,8 @@
 //! `FOR UPDATE SKIP LOCKED` so concurrent claimers never wait on each other
 //! and never receive the same (job, attempt).
 
+use std::time::{Duration, Instant};
+
 use alkstore_core::{ClaimOps, Claimed, Result};
 
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
@@ -138,19 +140,52 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
     rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(Found::Jobs)
 }
 
+/// How long a queue found limited goes straight to the limited claim. A
+/// queue whose limits were cleared meanwhile is still claimed correctly
+/// there (no limits row: no limit), only behind its advisory lock, until
+/// this has passed and the one-statement claim is tried again.
+const LIMITED_HINT: Duration = Duration::from_secs(1);
+
+impl PgEngine {
+    fn recently_limited(&self, queue: &str) -> bool {
+        let seen = self.limited_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.get(queue).is_some_and(|at| at.elapsed() < LIMITED_HINT)
+    }
+
+    fn mark_limited(&self, queue: &str) {
+        let mut seen = self.limited_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.insert(queue.to_owned(), Instant::now());
+    }
+
+    /// The claim of a queue known to be limited: one pipelined round trip
+    /// unless it has a group limit; then the multi-statement claim.
+    fn limited_claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        if let Some(jobs) = super::limits::claim_flight(self, queue, worker_id, n)? {
+            return Ok(jobs);
+        }
+        match super::limits::claim(self, queue, worker_id, n)? {
+            Some(jobs) => Ok(jobs),
+            // Its limits were cleared meanwhile: the plain claim again.
+            None => match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
+                Found::Jobs(jobs) => Ok(jobs),
+                Found::Limited => Ok(Vec::new()),
+            },
+        }
+    }
+}
+
 impl ClaimOps for PgEngine {
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         self.maintain();
+        if self.recently_limited(queue) {
+            return self.limited_claim(queue, worker_id, n);
+        }
         match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
             Found::Jobs(jobs) => Ok(jobs),
-            Found::Limited => match super::limits::claim(self, queue, worker_id, n)? {
-                Some(jobs) => Ok(jobs),
-                // Its limits were cleared meanwhile: the plain claim again.
-                None => match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
-                    Found::Jobs(jobs) => Ok(jobs),
-                    Found::Limited => Ok(Vec::new()),
-                },
-            },
+            Found::Limited => {
+                self.mark_limited(queue);
+                self.limited_claim(queue, worker_id, n)
+            }
         }
     }
 

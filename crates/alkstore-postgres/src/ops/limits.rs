@@ -48,6 +48,9 @@ pub(crate) struct Sql {
     pub(crate) log: String,
     /// How many pending rows `$1` has, counting at most `$2`.
     pub(crate) ready_beyond: String,
+    /// The limited claim of a queue without a group limit as one statement
+    /// (see [`claim_flight`]); a row of NULLs for a queue with one.
+    pub(crate) flight: String,
 }
 
 /// The claimed columns (as the one-statement claim's).
@@ -138,6 +141,7 @@ impl Sql {
                 "SELECT count(*) FROM (SELECT 1 FROM {s}.jobs WHERE queue = $1::text AND state = 'pending' \
                  LIMIT $2::bigint) x"
             ),
+            flight: flight_sql(s),
         }
     }
 }
@@ -148,6 +152,96 @@ fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
         _ => None,
     };
     Ok(QueueLimits { concurrency: col(row, 0)?, rate, group_concurrency: col(row, 3)? })
+}
+
+/// The limited claim as one statement, for a queue whose limits are
+/// concurrency and rate only: `$1` offset, `$2` queue, `$3` worker, `$4` n.
+/// It must run after the queue's advisory lock was taken in its
+/// transaction, so its snapshot (READ COMMITTED: taken when the statement
+/// starts) holds every claim that committed before. The budget is
+/// core's `rules::limits::budget` in SQL: `total` the rate's room (every
+/// claim, reclaims included), `fresh` the concurrency's room (new starts);
+/// no limits row (cleared meanwhile) is no limit. It logs its claims for
+/// the rate window and drops the log that left it. A queue with a group
+/// limit gets one row of NULLs and nothing is claimed: the multi-statement
+/// [`claim`] serves it.
+fn flight_sql(s: &str) -> String {
+    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
+    format!(
+        "{NOW}, \
+         h AS MATERIALIZED (SELECT {HIRES} AS at), \
+         l AS MATERIALIZED (SELECT concurrency, rate_count, rate_period_s, group_concurrency \
+           FROM {s}.limits WHERE queue = $2::text), \
+         b AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT 1 FROM l WHERE group_concurrency IS NOT NULL) THEN 0 \
+           ELSE greatest(0, least($4::bigint, coalesce((SELECT l.rate_count - (SELECT coalesce(sum(r.n), 0) \
+             FROM {s}.rate_log r WHERE r.queue = $2::text AND r.at > (SELECT at FROM h) - l.rate_period_s) \
+             FROM l WHERE l.rate_count IS NOT NULL), $4::bigint))) END AS total), \
+         f AS MATERIALIZED (SELECT greatest(0, least((SELECT total FROM b), coalesce((SELECT l.concurrency \
+           - (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing') \
+           FROM l WHERE l.concurrency IS NOT NULL), $4::bigint))) AS fresh), \
+         picked AS ( \
+           SELECT id FROM ( \
+             SELECT id, priority, run_at FROM {s}.jobs \
+             WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
+               AND attempts < max_attempts AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+             UNION ALL \
+             (SELECT id, priority, run_at FROM {s}.jobs \
+              WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
+                AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+              ORDER BY priority DESC, run_at, id LIMIT (SELECT fresh FROM f))) u \
+           ORDER BY priority DESC, run_at, id LIMIT (SELECT total FROM b)), \
+         claimed AS ( \
+           UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+             claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+             deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+           FROM picked WHERE j.id = picked.id \
+             AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
+             AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+           RETURNING {CLAIMED_COLS}), \
+         logged AS ( \
+           INSERT INTO {s}.rate_log (queue, at, n) \
+           SELECT $2::text, (SELECT at FROM h), count(*) FROM claimed \
+           HAVING count(*) > 0 AND EXISTS (SELECT 1 FROM l WHERE rate_count IS NOT NULL)), \
+         pruned AS ( \
+           DELETE FROM {s}.rate_log WHERE queue = $2::text \
+             AND at <= (SELECT at FROM h) - (SELECT rate_period_s FROM l)) \
+         SELECT * FROM claimed \
+         UNION ALL SELECT {nulls} WHERE EXISTS (SELECT 1 FROM l WHERE group_concurrency IS NOT NULL)"
+    )
+}
+
+/// The limited claim of a queue without a group limit in one round trip:
+/// BEGIN, the queue's advisory lock, exhausted leases to dead, the claim
+/// ([`flight_sql`]) and COMMIT, pipelined on one connection. None when the
+/// queue has a group limit (nothing was claimed; [`claim`] serves it).
+pub(crate) fn claim_flight(engine: &PgEngine, queue: &str, worker: &str, n: usize) -> Result<Option<Vec<Claimed>>> {
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    engine.run(None, async |cx| {
+        // Prepared (or found in the connection's cache) first: a prepare
+        // waits for its reply, and COMMIT must not overtake the statements.
+        for text in [&cx.sql.limits.lock, &cx.sql.limits.exhaust, &cx.sql.limits.flight] {
+            cx.client.prepare_cached(text).await.map_err(|e| crate::error::pg_error(&e))?;
+        }
+        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
+        let exhaust_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cx.offset, &queue];
+        let flight_params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
+        let (begin, lock, exhaust, rows, commit) = tokio::join!(
+            cx.client.batch_execute("BEGIN"),
+            cx.query_one(&cx.sql.limits.lock, &lock_params),
+            cx.execute(&cx.sql.limits.exhaust, &exhaust_params),
+            cx.query(&cx.sql.limits.flight, &flight_params),
+            cx.client.batch_execute("COMMIT"),
+        );
+        begin.map_err(|e| crate::error::pg_error(&e))?;
+        lock?;
+        exhaust?;
+        let rows = rows?;
+        commit.map_err(|e| crate::error::pg_error(&e))?;
+        if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+            return Ok(None);
+        }
+        rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(Some)
+    })
 }
 
 /// The claim of a limited queue in its own transaction; None when the queue

@@ -50,12 +50,24 @@ macro_rules! not_paused {
     };
 }
 
-/// A limited queue (SPEC §24) is the limited claim's ([`super::limits`]):
-/// the one-statement claim probes the limits table's primary key too, and
-/// hands out nothing from it.
-macro_rules! not_limited {
-    () => {
-        " AND NOT EXISTS (SELECT 1 FROM __alkstore_limits WHERE queue = ?1)"
+/// A limited queue (SPEC §24) is the limited claim's ([`super::limits`]),
+/// but for one common case: a queue whose only limit is `concurrency`, with
+/// room for the whole batch (`$n`, the batch size written into the text).
+/// Then the ready scan is the claim, as without limits: this statement
+/// counts the queue's processing rows and updates under SQLite's one writer,
+/// so no other claim can take the same room, and the fast path runs only
+/// while no lease has lapsed, so there is nothing to reclaim or bury first.
+/// A queue without limits pays one probe of the limits table's primary key
+/// (`CASE` evaluates the count only for a limited queue).
+macro_rules! limited_room {
+    ($n:expr) => {
+        concat!(
+            " AND (SELECT CASE WHEN l.rate_count IS NOT NULL OR l.group_concurrency IS NOT NULL THEN 0 \
+             WHEN l.concurrency IS NULL THEN 1 \
+             ELSE l.concurrency - (SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing') >= ",
+            $n,
+            " END FROM __alkstore_limits l WHERE l.queue = ?1) IS NOT 0"
+        )
     };
 }
 
@@ -125,12 +137,12 @@ macro_rules! ready_ids_sql_now {
 /// The guard of the fast path: the queue has no lapsed lease right now,
 /// and is not paused.
 macro_rules! no_lapsed_lease {
-    () => {
+    ($n:expr) => {
         concat!(
             " AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing' \
              AND deadline < unixepoch() + ?3)",
             not_paused!(),
-            not_limited!()
+            limited_room!($n)
         )
     };
 }
@@ -142,14 +154,14 @@ macro_rules! no_lapsed_lease {
 /// it match nothing and the caller takes the full path. `?1` queue,
 /// `?2` worker, `?3` offset, `?4` n (run through [`claim_ready_n`]).
 pub(crate) const CLAIM_READY: &str =
-    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), "?4)", no_lapsed_lease!(), claim_returning!());
+    concat!(claim_set_sql_now!(), "id IN (", ready_ids_sql_now!(), "?4)", no_lapsed_lease!("?4"), claim_returning!());
 
 /// [`CLAIM_READY`] with the batch size written into the text instead of
 /// bound: a bound LIMIT is read by the planner, so rebinding it expires the
 /// statement and re-parses it on every call. One cached statement per batch
 /// size in use (callers use one or two).
 pub(crate) fn claim_ready_n(n: usize) -> String {
-    CLAIM_READY.replacen("?4", &n.to_string(), 1)
+    CLAIM_READY.replace("?4", &n.to_string())
 }
 
 /// [`CLAIM_READY`] for one job: `id = (…)` spares SQLite the temporary
@@ -158,7 +170,7 @@ pub(crate) fn claim_ready_n(n: usize) -> String {
 /// expires the statement and every call would be parsed again (measured:
 /// about a third of the per-op claim). It takes no `?4`.
 pub(crate) const CLAIM_READY_ONE: &str =
-    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), "1)", no_lapsed_lease!(), claim_returning!());
+    concat!(claim_set_sql_now!(), "id = (", ready_ids_sql_now!(), "1)", no_lapsed_lease!("1"), claim_returning!());
 
 /// Whether the queue has a lapsed lease now, and whether it has limits
 /// (`?1` queue, `?2` offset): an empty fast-path claim takes the full or the

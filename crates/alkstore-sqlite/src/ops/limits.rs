@@ -2,7 +2,9 @@
 //! limited queue, and the claim of such a queue.
 //!
 //! The one-statement claim ([`super::claim::CLAIM_READY`]) probes the limits
-//! table and claims nothing from a limited queue; [`claim`] here then runs in
+//! table. It claims from a limited queue only when concurrency is the
+//! queue's one limit and has room for the whole batch (it counts and claims
+//! in that one statement); otherwise it claims nothing, and [`claim`] here runs in
 //! one `BEGIN IMMEDIATE` transaction, which SQLite's single writer already
 //! serialises against every other claim, ack and enqueue of the file, so the
 //! counts it reads are the counts it writes against:
@@ -69,10 +71,13 @@ INDEXED BY __alkstore_jobs_ready WHERE queue = ?1 AND state = 'pending' AND run_
 /// of its group among the candidates, and `nth` plus the group's processing
 /// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now.
 ///
-/// Each LIMIT is `0 + ?n`, not a bare `?n`: SQLite's planner reads a bare
-/// bound LIMIT, which marks the statement to be re-prepared whenever that
-/// parameter is bound again, i.e. on every call (measured: the parse was
-/// most of a limited claim). An expression is evaluated at run time instead.
+/// Each LIMIT is `0 + ?n`, not a bare `?n`, and the ready scan's queue is
+/// `CAST(?1 AS TEXT)` (as in the fast path's scan): SQLite's planner reads a bare bound LIMIT, and the bare queue
+/// parameter of the scan under the window function, and such a statement
+/// is expired whenever its bindings change or are cleared (rusqlite's cache
+/// clears them), so it was parsed again on every call (measured: most of a
+/// limited claim). An expression is evaluated at run time instead; the plan
+/// is the same (`plans.rs` checks both).
 pub(crate) const CLAIM: &str = concat!(
     "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
@@ -87,7 +92,7 @@ SELECT c.id, c.priority, c.run_at FROM (\
 SELECT id, priority, run_at, group_key, \
 row_number() OVER (PARTITION BY group_key ORDER BY priority DESC, run_at, id) AS nth FROM (\
 SELECT id, priority, run_at, group_key FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
+WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY priority DESC, run_at, id LIMIT 0 + ?6)) c \
 WHERE ?7 IS NULL OR c.group_key IS NULL OR c.nth + (SELECT count(*) FROM __alkstore_jobs p \
 INDEXED BY __alkstore_jobs_group_running WHERE p.queue = ?1 AND p.group_key = c.group_key \

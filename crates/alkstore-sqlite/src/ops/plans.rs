@@ -160,3 +160,48 @@ fn hot_statements_are_never_reprepared() -> Result<()> {
     }
     Ok(())
 }
+
+/// The limited claim's statements (SPEC §24) stay compiled too. rusqlite's
+/// statement cache clears a statement's bindings when it takes it back, and
+/// SQLite then expires any statement whose plan read a bound value, so each
+/// statement runs twice with a clear in between and must not be re-prepared.
+#[test]
+fn the_limited_claim_is_never_reprepared() -> Result<()> {
+    use super::limits::{CLAIM as LIMITED, GET, HIRES_NOW, LOG, PRUNE, READY_BEYOND, RECENT, RUNNING};
+    use rusqlite::types::Value;
+    use rusqlite::StatementStatus;
+    let conn = populated(false)?;
+    let q = || Value::Text("q1".into());
+    let cases: [(&str, &str, Vec<Value>); 9] = [
+        (
+            "limited claim",
+            LIMITED,
+            vec![q(), Value::Text("w".into()), 100.into(), 2.into(), 1.into(), 64.into(), Value::Null],
+        ),
+        ("limits", GET, vec![q()]),
+        ("hires clock", HIRES_NOW, vec![0.into()]),
+        ("running", RUNNING, vec![q()]),
+        ("recent", RECENT, vec![q(), Value::Real(1.5)]),
+        ("log", LOG, vec![q(), Value::Real(1.5), 1.into()]),
+        ("prune", PRUNE, vec![q(), Value::Real(0.5)]),
+        ("ready beyond", READY_BEYOND, vec![q(), 100.into(), 64.into()]),
+        ("exhaust", EXHAUST_MOVE, vec![q(), 100.into()]),
+    ];
+    for (what, sql, params) in cases {
+        let mut st = conn.prepare(sql).db()?;
+        for _ in 0..2 {
+            for (i, v) in params.iter().enumerate() {
+                st.raw_bind_parameter(i + 1, v).db()?;
+            }
+            let mut rows = st.raw_query();
+            while rows.next().db()?.is_some() {}
+            drop(rows);
+            st.clear_bindings();
+        }
+        assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{what} re-prepared");
+    }
+    let lines = plan(&conn, LIMITED)?;
+    assert_no_table_scan("limited claim", &lines);
+    assert!(lines.iter().any(|l| l.contains("USING INDEX __alkstore_jobs_ready (queue=?)")), "{lines:?}");
+    Ok(())
+}
