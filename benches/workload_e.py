@@ -20,6 +20,9 @@ queue is empty and the producer done. Kinds:
   producer that calls ``task.enqueue(**payload)`` (binding and JSON check
   included). Its row also prints its rate and CPU as a ratio to the
   ``alkstore`` row of the same width and round.
+- ``alkstore-limited``: the ``alkstore`` kind on a queue with
+  ``concurrency=W`` at W consumer processes (SPEC §24: a limit that lets
+  every worker run costs little), with the same ratio to ``alkstore``.
 - SQLite peers ``honker``, ``huey``, ``litequeue``: each consumer loops the
   library's claim and ack calls, as compare.py does (huey's dequeue deletes:
   it has no ack). A bare loop has no worker machinery, so this flatters them.
@@ -64,8 +67,16 @@ PAYLOAD = {"to": "alice@example.com", "n": 1}
 TEXT = json.dumps(PAYLOAD)
 TICK = os.sysconf("SC_CLK_TCK")
 KINDS = {
-    "sqlite": ["raw", "alkstore", "alkstore-tasks", "honker", "huey", "litequeue"],
-    "postgres": ["raw", "alkstore", "alkstore-tasks", "pgqueuer", "procrastinate", "oban"],
+    "sqlite": ["raw", "alkstore", "alkstore-tasks", "alkstore-limited", "honker", "huey", "litequeue"],
+    "postgres": [
+        "raw",
+        "alkstore",
+        "alkstore-tasks",
+        "alkstore-limited",
+        "pgqueuer",
+        "procrastinate",
+        "oban",
+    ],
 }
 #: The one task of ``alkstore-tasks``, and the payload its ``enqueue`` writes.
 TASK = "e_work"
@@ -470,6 +481,7 @@ ROLES: dict[str, tuple[Callable[..., None], Callable[..., Run], Callable[..., Ru
     "raw": (raw_setup, raw_producer, raw_consumer),
     "alkstore": (alk_setup, alk_producer, alk_consumer),
     "alkstore-tasks": (tasks_setup, tasks_producer, tasks_consumer),
+    "alkstore-limited": (alk_setup, alk_producer, alk_consumer),
     "honker": (honker_setup, honker_producer, honker_consumer),
     "huey": (huey_setup, huey_producer, huey_consumer),
     "litequeue": (litequeue_setup, litequeue_producer, litequeue_consumer),
@@ -484,6 +496,9 @@ def child(role: str, kind: str, engine: str, where: str, n: int, threads: int) -
     setup, producer, consumer = ROLES[kind]
     if role == "setup":
         setup(engine, where, n)
+        if kind == "alkstore-limited":  # `threads` carries the width here: a limit of W at W workers
+            with alk_open(engine, where) as s:
+                s.queue("e").set_limits(concurrency=threads)
         return
     step = producer(engine, where) if role == "producer" else consumer(engine, where, threads)
     print("ready", flush=True)
@@ -504,7 +519,7 @@ class Left:
 
     def __init__(self, kind: str, engine: str, where: str) -> None:
         key = ("raw", engine) if kind == "raw" else (kind, engine)
-        if kind in ("alkstore", "alkstore-tasks"):
+        if kind in ("alkstore", "alkstore-tasks", "alkstore-limited"):
             self.count = self._alkstore(engine, where)
             return
         sql = LEFT_SQL[key].format(t=where)
@@ -552,7 +567,7 @@ def one(kind: str, engine: str, procs: int, threads: int, n: int, python: str) -
             pg.execute(f'CREATE SCHEMA "{where}"')
     procs_: list[subprocess.Popen[str]] = []
     try:
-        setup = spawn(python, "setup", tag, engine, where, n, threads)
+        setup = spawn(python, "setup", tag, engine, where, n, procs if tag == "alkstore-limited" else threads)
         if setup.wait() != 0:
             raise RuntimeError(f"setup exited {setup.returncode}")
         producer = spawn(python, "producer", tag, engine, where, extra, threads)
@@ -621,8 +636,8 @@ def main() -> None:
         "E  engine    width  kind               jobs/s  ratio  CPU-s/1k  ratio  client CPU-s/1k  ratio",
         flush=True,
     )
-    # (engine, width) -> the alkstore-tasks / alkstore ratios of rate, CPU and client CPU, per round
-    task_ratios: dict[tuple[str, int], list[tuple[float, float, float]]] = {}
+    # (engine, width, kind) -> the kind / alkstore ratios of rate, CPU and client CPU, per round
+    task_ratios: dict[tuple[str, int, str], list[tuple[float, float, float]]] = {}
     for engine in args.engines.split(","):
         for width in [int(w) for w in args.widths.split(",")]:
             for _ in range(args.rounds):
@@ -646,9 +661,9 @@ def main() -> None:
                     vs = ""
                     if kind == "alkstore":
                         plain = (rate, cpu, client)
-                    elif kind == "alkstore-tasks" and plain is not None:
+                    elif kind in ("alkstore-tasks", "alkstore-limited") and plain is not None:
                         ratio = (rate / plain[0], cpu / plain[1], client / plain[2])
-                        task_ratios.setdefault((engine, width), []).append(ratio)
+                        task_ratios.setdefault((engine, width, kind), []).append(ratio)
                         vs = "  vs alkstore: rate {:4.2f}x, CPU {:4.2f}x, client CPU {:4.2f}x".format(*ratio)
                     print(
                         f"E  {engine:9s} {width:5d}  {kind:16s} {rate:7.0f}  {rate / floor[0]:4.2f}x"
@@ -656,15 +671,14 @@ def main() -> None:
                         f"  {client:15.3f}  {client / floor[2]:4.2f}x{vs}",
                         flush=True,
                     )
-    for (engine, width), ratios in task_ratios.items():
+    for (engine, width, kind), ratios in task_ratios.items():
         cols = [("rate", [r[0] for r in ratios]), ("CPU", [r[1] for r in ratios])]
         cols.append(("client CPU", [r[2] for r in ratios]))
         medians = ", ".join(
             f"{name} {statistics.median(v):4.2f}x ({min(v):4.2f}-{max(v):4.2f})" for name, v in cols
         )
         print(
-            f"E  {engine:9s} {width:5d}  alkstore-tasks / alkstore, medians over {len(ratios)} round(s): "
-            + medians,
+            f"E  {engine:9s} {width:5d}  {kind} / alkstore, medians over {len(ratios)} round(s): " + medians,
             flush=True,
         )
 

@@ -160,7 +160,7 @@ impl PgEngine {
     /// The claim of a queue known to be limited: one pipelined round trip
     /// unless it has a group limit; then the multi-statement claim.
     fn limited_claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
-        if let Some(jobs) = super::limits::claim_flight(self, queue, worker_id, n)? {
+        if let (_, Some(jobs)) = super::limits::claim_flight(self, None, queue, worker_id, n)? {
             return Ok(jobs);
         }
         match super::limits::claim(self, queue, worker_id, n)? {
@@ -197,7 +197,13 @@ impl ClaimOps for PgEngine {
     /// follows rolls it back: nothing lands, and the error is returned.
     fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
         self.maintain();
-        self.run(None, async |cx| {
+        if self.recently_limited(queue) {
+            // The ack and the limited claim in one round trip; a queue with a
+            // group limit is left to `claim` (its multi-statement claim).
+            let (landed, jobs) = super::limits::claim_flight(self, Some(done), queue, worker_id, n)?;
+            return Ok((landed, jobs.unwrap_or_default()));
+        }
+        let found = self.run(None, async |cx| {
             // Both statements prepared (or found in the connection's cache)
             // first: a prepare waits for its reply, and COMMIT must not
             // overtake the ack or the claim on the wire.
@@ -214,13 +220,16 @@ impl ClaimOps for PgEngine {
             begin.map_err(|e| pg_error(&e))?;
             let (landed, claimed) = (landed?, claimed?);
             commit.map_err(|e| pg_error(&e))?;
-            // A limited queue's next job is the Worker's to claim by the limited claim.
-            let claimed = match claimed {
-                Found::Jobs(jobs) => jobs,
-                Found::Limited => Vec::new(),
-            };
             Ok((landed, claimed))
-        })
+        })?;
+        // A limited queue's next job is the Worker's to claim by the limited claim.
+        match found {
+            (landed, Found::Jobs(jobs)) => Ok((landed, jobs)),
+            (landed, Found::Limited) => {
+                self.mark_limited(queue);
+                Ok((landed, Vec::new()))
+            }
+        }
     }
 }
 
