@@ -187,7 +187,9 @@ pub fn rate_limits_claims_in_a_sliding_window<H: Harness>(db: &Db<H>) -> TestRes
     assert!(s.claim("q", "w", 5)?.is_empty(), "acks free no rate: it counts starts");
     db.clock(5)?; // 11 s after the first two: they left the window, the third did not.
     assert_eq!(s.claim("q", "w", 5)?.len(), 2, "a sliding window, not a fixed bucket");
-    db.clock(5)?; // 16 s: the claim at 6 s left too.
+    // 17 s: the claim at 6 s has left too (an engine may log a claim up to
+    // 1/64 of the window late, which only makes the limit stricter).
+    db.clock(6)?;
     assert_eq!(s.claim("q", "w", 5)?.len(), 1);
     Ok(())
 }

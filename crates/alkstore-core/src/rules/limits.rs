@@ -128,8 +128,22 @@ pub fn budget(limits: &QueueLimits, n: usize, running: i64, recent: i64) -> Budg
 /// rows exist. Kept the same from call to call for one `n`, so a statement
 /// that bakes the value into its plan is not re-prepared.
 pub fn first_scan(limits: &QueueLimits, n: usize, fresh: usize) -> i64 {
-    let rows = if limits.group_concurrency.is_some() { n.saturating_mul(4).max(64) } else { fresh };
+    let rows = if limits.group_concurrency.is_some() { n.saturating_mul(4).max(16) } else { fresh };
     i64::try_from(rows).unwrap_or(i64::MAX)
+}
+
+/// Into how many slices a rate's window is cut for its log: claims are
+/// logged per slice, so summing the window reads at most this many rows
+/// (plus one) however many claims it holds.
+pub const RATE_SLICES: f64 = 64.0;
+
+/// Where a claim at `at` (Unix seconds) is logged for a rate of window
+/// `period`: the end of its slice, never earlier than the claim. A claim
+/// logged later than it happened stays in the window a little longer, so the
+/// limit can only be stricter, never looser.
+pub fn rate_slot(at: f64, period: f64) -> f64 {
+    let slice = period / RATE_SLICES;
+    (at / slice).ceil() * slice
 }
 
 #[cfg(test)]
@@ -155,8 +169,17 @@ mod tests {
         assert_eq!(first_scan(&QueueLimits { concurrency: Some(8), ..none }, 1, 1), 1);
         assert_eq!(first_scan(&QueueLimits { concurrency: Some(8), ..none }, 32, 0), 0, "no room: lapsed leases only");
         let grouped = QueueLimits { group_concurrency: Some(1), ..none };
-        assert_eq!(first_scan(&grouped, 1, 1), 64);
+        assert_eq!(first_scan(&grouped, 1, 1), 16);
         assert_eq!(first_scan(&grouped, 100, 100), 400);
+    }
+
+    #[test]
+    fn a_claim_is_logged_at_its_slice_end_never_before_it() {
+        for (at, period) in [(100.0, 1.0), (100.001, 1.0), (1_764_900_000.123, 60.0), (5.0, 1500.0)] {
+            let slot = rate_slot(at, period);
+            assert!(slot >= at && slot - at <= period / RATE_SLICES + 1e-6, "{at} {period} -> {slot}");
+        }
+        assert_eq!(rate_slot(1.0, 64.0), 1.0, "a claim on a slice's end is logged there");
     }
 
     #[test]

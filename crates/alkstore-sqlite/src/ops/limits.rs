@@ -18,7 +18,7 @@
 //! A slot is never freed here: a job frees it by leaving `processing`,
 //! through a fenced handle op or a sweep (see `rules::limits`).
 
-use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
+use alkstore_core::rules::limits::{budget, first_scan, rate_slot, QueueLimits};
 use alkstore_core::{Claimed, LimitOps, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -49,6 +49,10 @@ pub(crate) const RECENT: &str = "SELECT coalesce(sum(n), 0) FROM __alkstore_rate
 
 /// Logs `?3` claims of `?1` at `?2`.
 pub(crate) const LOG: &str = "INSERT INTO __alkstore_rate_log (queue, at, n) VALUES (?1, ?2, ?3)";
+
+/// Adds `?3` claims to `?1`'s log row at `?2` (its slice, see
+/// [`alkstore_core::rules::limits::rate_slot`]), if there is one.
+pub(crate) const LOG_ADD: &str = "UPDATE __alkstore_rate_log SET n = n + ?3 WHERE queue = ?1 AND at = ?2";
 
 /// Drops `?1`'s claims that left the window starting at `?2`.
 pub(crate) const PRUNE: &str = "DELETE FROM __alkstore_rate_log WHERE queue = ?1 AND at <= ?2";
@@ -174,7 +178,14 @@ pub(crate) fn claim(
         }
         if let Some((_, period)) = limits.rate {
             if !claimed.is_empty() {
-                c.prepare_cached(LOG).and_then(|mut s| s.execute(params![queue, hires, claimed.len() as i64])).db()?;
+                // One row per slice of the window, so the sum above reads a
+                // bounded number of rows however fast the queue is claimed.
+                let slot = rate_slot(hires, period);
+                let k = claimed.len() as i64;
+                let added = c.prepare_cached(LOG_ADD).and_then(|mut s| s.execute(params![queue, slot, k])).db()?;
+                if added == 0 {
+                    c.prepare_cached(LOG).and_then(|mut s| s.execute(params![queue, slot, k])).db()?;
+                }
             }
             c.prepare_cached(PRUNE).and_then(|mut s| s.execute(params![queue, hires - period])).db()?;
         }

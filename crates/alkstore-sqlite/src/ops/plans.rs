@@ -167,12 +167,12 @@ fn hot_statements_are_never_reprepared() -> Result<()> {
 /// statement runs twice with a clear in between and must not be re-prepared.
 #[test]
 fn the_limited_claim_is_never_reprepared() -> Result<()> {
-    use super::limits::{CLAIM as LIMITED, GET, HIRES_NOW, LOG, PRUNE, READY_BEYOND, RECENT, RUNNING};
+    use super::limits::{CLAIM as LIMITED, GET, HIRES_NOW, LOG, LOG_ADD, PRUNE, READY_BEYOND, RECENT, RUNNING};
     use rusqlite::types::Value;
     use rusqlite::StatementStatus;
     let conn = populated(false)?;
     let q = || Value::Text("q1".into());
-    let cases: [(&str, &str, Vec<Value>); 9] = [
+    let cases: [(&str, &str, Vec<Value>); 10] = [
         (
             "limited claim",
             LIMITED,
@@ -183,6 +183,7 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
         ("running", RUNNING, vec![q()]),
         ("recent", RECENT, vec![q(), Value::Real(1.5)]),
         ("log", LOG, vec![q(), Value::Real(1.5), 1.into()]),
+        ("log add", LOG_ADD, vec![q(), Value::Real(1.5), 1.into()]),
         ("prune", PRUNE, vec![q(), Value::Real(0.5)]),
         ("ready beyond", READY_BEYOND, vec![q(), 100.into(), 64.into()]),
         ("exhaust", EXHAUST_MOVE, vec![q(), 100.into()]),
