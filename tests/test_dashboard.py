@@ -69,6 +69,25 @@ def test_every_page_renders_what_the_store_holds(store: alkstore.Store, client: 
     assert client.get("/static/style.css").status_code == 200
 
 
+def test_limits_show_on_the_overview_and_the_queue_page(store: alkstore.Store, client: TestClient) -> None:
+    """SPEC §24: a queue's limits are visible where its counts are."""
+    limited = store.queue("api-calls")
+    limited.enqueue({"n": 1})
+    limited.set_limits(concurrency=5, rate=(100, 60.0), group_concurrency=1)
+    store.queue("plain").enqueue({"n": 2})
+    overview = client.get("/").text
+    row = re.search(r"<tr>\s*<td><a href=\"/queue\?name=api-calls\">.*?</tr>", overview, re.S)
+    assert row is not None and "concurrency 5, rate 100/60s, group 1" in row.group(0), overview
+    plain = re.search(r"<tr>\s*<td><a href=\"/queue\?name=plain\">.*?</tr>", overview, re.S)
+    assert plain is not None and '<td class="limits">\N{EN DASH}</td>' in plain.group(0)
+    page = client.get("/queue?name=api-calls").text
+    assert "Limits: concurrency 5, rate 100/60s, group 1 (across every worker)" in page
+    assert 'id="limits"' not in client.get("/queue?name=plain").text
+    metrics = client.get("/metrics").text
+    assert 'alkstore_queue_limit{kind="concurrency",queue="api-calls"} 5.0' in metrics
+    assert 'alkstore_queue_limit{kind="rate_period_seconds",queue="api-calls"} 60.0' in metrics
+
+
 def test_actions_change_the_store(store: alkstore.Store, client: TestClient) -> None:
     q = store.queue("emails", max_attempts=1)
     ids = q.enqueue_many([{"n": n} for n in range(6)])
