@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use alkstore_core::{Claimed, Engine, EngineOptions, NewJob, QueueOpts, ReadyAt, Store};
+use alkstore_core::store::foreign::ForeignCall;
+use alkstore_core::{Claimed, Engine, EngineOptions, NewJob, QueueOpts, ReadyAt, SqlValue, Store};
 
 /// What every case returns: `?` takes core errors and plain messages alike.
 pub type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -92,6 +93,25 @@ impl<H: Harness> Db<H> {
     /// A [`Store`] over another independent handle.
     pub fn reopen(&self) -> TestResult<Store> {
         self.reopen_with(|_| {})
+    }
+
+    /// Runs `call` (a `conn=` enqueue's statement) in a committed transaction
+    /// of another handle, as the application would, and lands its rows: the
+    /// ids, one per job, in input order.
+    pub fn run_foreign(&self, call: &ForeignCall) -> TestResult<Vec<i64>> {
+        let caller = self.reopen()?;
+        let mut tx = caller.begin()?;
+        let rows = tx.query(&call.rendered.sql, &call.rendered.params)?;
+        tx.commit()?;
+        let rows = rows
+            .iter()
+            .map(|r| match (r.first(), r.get(1)) {
+                (Some((_, SqlValue::Int(id))), Some((_, SqlValue::Text(k)))) => Ok((*id, Some(k.clone()))),
+                (Some((_, SqlValue::Int(id))), Some((_, SqlValue::Null))) => Ok((*id, None)),
+                other => Err(format!("not (id, key): {other:?}")),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(call.land(rows).ok_or("every job has its row")?)
     }
 
     /// Enqueues one ready job with `payload` under `o`.

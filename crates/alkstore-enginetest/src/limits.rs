@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Error, JobState, LimitChange, NewJob, ParamStyle, QueueLimits, QueueOpts, SqlValue, Store};
+use alkstore_core::{Error, JobState, LimitChange, NewJob, ParamStyle, QueueLimits, QueueOpts, Store};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
@@ -221,18 +221,7 @@ pub fn a_foreign_enqueue_keeps_the_group<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;
     let style = if s.engine_kind() == "sqlite" { ParamStyle::Qmark } else { ParamStyle::Dollar };
     let call = s.foreign_enqueue("q", &opts(), &[grouped("x", "tenant-7"), job("y")], style)?.ok_or("a statement")?;
-    let caller = db.reopen()?;
-    let mut tx = caller.begin()?;
-    let rows = tx.query(&call.rendered.sql, &call.rendered.params)?;
-    tx.commit()?;
-    let rows = rows
-        .iter()
-        .map(|r| match (r.first(), r.get(1)) {
-            (Some((_, SqlValue::Int(id))), Some((_, SqlValue::Null))) => Ok((*id, None)),
-            other => Err(format!("not (id, NULL): {other:?}")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let ids = call.land(rows).ok_or("every job has its row")?;
+    let ids = db.run_foreign(&call)?;
     assert_eq!(s.get_job(None, "q", ids[0])?.ok_or("x")?.group.as_deref(), Some("tenant-7"));
     assert_eq!(s.get_job(None, "q", ids[1])?.ok_or("y")?.group, None);
     Ok(())

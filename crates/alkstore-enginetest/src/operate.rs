@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Error, JobState, NewJob, ParamStyle, SqlValue, Store};
+use alkstore_core::{Error, JobState, NewJob, ParamStyle, Store};
 
 use crate::concurrency::{on_threads, reopened};
 use crate::{job, opts, Db, Harness, TestResult};
@@ -96,19 +96,7 @@ pub fn a_foreign_enqueue_honours_unique_keys<H: Harness>(db: &Db<H>) -> TestResu
     let jobs = [keyed("a1", "a"), job("x"), keyed("a2", "a"), keyed("b2", "b")];
     let call = s.foreign_enqueue("q", &opts(), &jobs, style)?.ok_or("a statement")?;
     assert_eq!(call.rows(), 3, "the repeat is not written");
-    let caller = db.reopen()?;
-    let mut tx = caller.begin()?;
-    let rows = tx.query(&call.rendered.sql, &call.rendered.params)?;
-    tx.commit()?;
-    let rows = rows
-        .iter()
-        .map(|r| match (r.first(), r.get(1)) {
-            (Some((_, SqlValue::Int(id))), Some((_, SqlValue::Text(k)))) => Ok((*id, Some(k.clone()))),
-            (Some((_, SqlValue::Int(id))), Some((_, SqlValue::Null))) => Ok((*id, None)),
-            other => Err(format!("not (id, key): {other:?}")),
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let ids = call.land(rows).ok_or("every job has its row")?;
+    let ids = db.run_foreign(&call)?;
     assert_eq!((ids[2], ids[3]), (ids[0], live), "{ids:?}");
     assert_eq!(s.stats("q")?.pending, 3);
     Ok(())

@@ -106,21 +106,19 @@ fn rate(v: &Bound<'_, PyAny>) -> PyResult<Option<(i64, f64)>> {
     if v.is_none() {
         return Ok(None);
     }
-    let shape = || {
-        let what = match v.len() {
-            Ok(n) if v.cast::<PyTuple>().is_ok() || v.cast::<PyList>().is_ok() => format!("a sequence of {n}"),
-            _ => type_name(v),
-        };
-        PyTypeError::new_err(format!("rate must be a (count, period_s) pair or None, got {what}"))
-    };
-    let pair: Vec<Bound<'_, PyAny>> = if v.cast::<PyTuple>().is_ok() || v.cast::<PyList>().is_ok() {
-        v.try_iter()?.collect::<PyResult<_>>()?
+    // A tuple or a list of two; anything else is named in the error.
+    let items: Option<Vec<Bound<'_, PyAny>>> = if let Ok(t) = v.cast::<PyTuple>() {
+        Some(t.iter().collect())
     } else {
-        return Err(shape());
+        v.cast::<PyList>().ok().map(|l| l.iter().collect())
     };
-    if pair.len() != 2 {
-        return Err(shape());
-    }
+    let pair = match items {
+        Some(pair) if pair.len() == 2 => pair,
+        other => {
+            let what = other.map_or_else(|| type_name(v), |p| format!("a sequence of {}", p.len()));
+            return Err(PyTypeError::new_err(format!("rate must be a (count, period_s) pair or None, got {what}")));
+        }
+    };
     let count = integer(&pair[0], "rate's count")?;
     let period = number(&pair[1], "rate's period_s")?;
     if !period.is_finite() {

@@ -14,7 +14,7 @@
 
 use crate::error::{Error, Result};
 use crate::rules::duration;
-use crate::rules::unique::MAX_UNIQUE_KEY_CHARS;
+use crate::rules::unique::check_key;
 
 /// A queue's limits; `None` is no limit of that kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -85,14 +85,7 @@ impl LimitChange {
 
 /// A group key is 1–200 characters, without NUL, as a unique key is.
 pub fn check_group(group: &str) -> Result<()> {
-    let n = group.chars().count();
-    if n == 0 || n > MAX_UNIQUE_KEY_CHARS {
-        return Err(Error::Value(format!("group must be 1-{MAX_UNIQUE_KEY_CHARS} characters, got {n}")));
-    }
-    if group.contains('\0') {
-        return Err(Error::Value("group must not contain NUL characters".into()));
-    }
-    Ok(())
+    check_key("group", group)
 }
 
 /// What the limits leave for one claim of up to `n` jobs.

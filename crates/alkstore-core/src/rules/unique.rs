@@ -18,12 +18,18 @@ pub const MAX_UNIQUE_KEY_CHARS: usize = 200;
 
 /// A unique key is 1–200 characters, without NUL (Postgres text cannot hold it).
 pub fn check_unique_key(key: &str) -> Result<()> {
+    check_key("unique_key", key)
+}
+
+/// A key-like text argument (`what`: a unique key, a group) is 1–200
+/// characters, without NUL.
+pub fn check_key(what: &str, key: &str) -> Result<()> {
     let n = key.chars().count();
     if n == 0 || n > MAX_UNIQUE_KEY_CHARS {
-        return Err(Error::Value(format!("unique_key must be 1-{MAX_UNIQUE_KEY_CHARS} characters, got {n}")));
+        return Err(Error::Value(format!("{what} must be 1-{MAX_UNIQUE_KEY_CHARS} characters, got {n}")));
     }
     if key.contains('\0') {
-        return Err(Error::Value("unique_key must not contain NUL characters".into()));
+        return Err(Error::Value(format!("{what} must not contain NUL characters")));
     }
     Ok(())
 }

@@ -58,6 +58,22 @@ const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts
                             j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
                             j.visibility_timeout_s, j.backoff_base_s";
 
+/// The claim of the rows of a `picked (id)` CTE, both limited claims':
+/// `$2` queue, `$3` worker. A row is checked again after any lock wait
+/// (EvalPlanQual re-reads the `j` qualifiers): still pending, or a lease
+/// still lapsed, and the queue not paused.
+fn claim_update(s: &str) -> String {
+    format!(
+        "UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+         claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+         deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+         FROM picked WHERE j.id = picked.id \
+           AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
+           AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+         RETURNING {CLAIMED_COLS}"
+    )
+}
+
 /// The clock with sub-second precision, offset `$1` included (the rate window).
 const HIRES: &str = "(extract(epoch FROM clock_timestamp())::float8 + $1::bigint)";
 
@@ -65,6 +81,7 @@ impl Sql {
     /// For the quoted schema `s`, the unquoted `schema` (the lock's key) and the store's `channel`.
     pub(crate) fn new(s: &str, schema: &str, channel: &str) -> Self {
         let into_dead = into_dead(s);
+        let update = claim_update(s);
         let lock_key = format!("alkstore.limits:{}:", schema.replace('\'', "''"));
         Sql {
             get: format!(
@@ -102,8 +119,7 @@ impl Sql {
             // fresh budget, `$6` how many ready rows to look at, `$7` the
             // group limit (NULL: none). A ready row is the `nth` of its group
             // among the candidates; with the group's processing rows that
-            // must stay within the limit. The row is checked again after any
-            // lock wait (EvalPlanQual re-reads the `j` qualifiers).
+            // must stay within the limit ([`claim_update`] takes them).
             claim: format!(
                 "{NOW}, picked AS ( \
                    SELECT id FROM ( \
@@ -125,13 +141,7 @@ impl Sql {
                            AND p.group_key = c.group_key AND p.state = 'processing') <= $7::bigint \
                        ORDER BY c.priority DESC, c.run_at, c.id LIMIT $5::bigint) f) u \
                    ORDER BY priority DESC, run_at, id LIMIT $4::bigint) \
-                 UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
-                   claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-                   deadline = (SELECT t FROM n) + j.visibility_timeout_s \
-                 FROM picked WHERE j.id = picked.id \
-                   AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
-                   AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
-                 RETURNING {CLAIMED_COLS}"
+                 {update}"
             ),
             log: format!(
                 "WITH d AS (DELETE FROM {s}.rate_log WHERE queue = $1::text AND at <= $4::float8) \
@@ -166,6 +176,7 @@ fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
 /// limit gets one row of NULLs and nothing is claimed: the multi-statement
 /// [`claim`] serves it.
 fn flight_sql(s: &str) -> String {
+    let update = claim_update(s);
     let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
     format!(
         "{NOW}, \
@@ -190,14 +201,7 @@ fn flight_sql(s: &str) -> String {
                 AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
               ORDER BY priority DESC, run_at, id LIMIT (SELECT fresh FROM f))) u \
            ORDER BY priority DESC, run_at, id LIMIT (SELECT total FROM b)), \
-         claimed AS ( \
-           UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
-             claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-             deadline = (SELECT t FROM n) + j.visibility_timeout_s \
-           FROM picked WHERE j.id = picked.id \
-             AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
-             AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
-           RETURNING {CLAIMED_COLS}), \
+         claimed AS ({update}), \
          logged AS ( \
            INSERT INTO {s}.rate_log (queue, at, n) \
            SELECT $2::text, (SELECT at FROM h), count(*) FROM claimed \
