@@ -18,6 +18,9 @@ macro_rules! __limits_cases { ($harness:ty) => { $crate::__cases! { $harness; li
     group_concurrency_holds_a_group_while_others_run, a_foreign_enqueue_keeps_the_group,
     a_freed_slot_wakes_a_waiting_claimer, cleared_limits_hand_out_everything,
     held_back_jobs_stay_pending_and_unattempted, claims_racing_on_a_limited_queue_never_exceed_it,
+    jobs_claimed_before_a_limit_count_toward_it, a_lowered_limit_waits_for_the_jobs_above_it,
+    jobs_claimed_under_a_group_limit_count_after_it_is_lifted, a_workers_ack_hands_its_slot_to_the_next_job,
+    a_handover_never_passes_a_lowered_limit_or_another_queue, claims_racing_with_handovers_never_exceed_the_limit,
 } } } }
 
 fn grouped(payload: &str, group: &str) -> NewJob {
@@ -265,6 +268,183 @@ pub fn held_back_jobs_stay_pending_and_unattempted<H: Harness>(db: &Db<H>) -> Te
         let j = s.get_job(None, "q", *id)?.ok_or("the job")?;
         assert_eq!((j.state, j.attempts, j.last_error), (JobState::Pending, 0, None));
     }
+    Ok(())
+}
+
+/// Ack every job of `held`, one at a time.
+fn ack_all(s: &Store, held: &[alkstore_core::Claimed]) -> TestResult {
+    for job in held {
+        assert_eq!(s.ack(None, &[job])?, 1);
+    }
+    Ok(())
+}
+
+/// Jobs a queue's claims handed out before it had a limit are processing
+/// rows like any other: they count toward the limit (the Postgres slot
+/// claim cannot place them, and must leave the queue to a claim that counts).
+/// A fresh store claims at each step, so no claim relies on what an earlier
+/// one of the same store learned about the queue.
+pub fn jobs_claimed_before_a_limit_count_toward_it<H: Harness>(db: &Db<H>) -> TestResult {
+    fill(db, "q", 10)?;
+    let early = db.store.claim("q", "w", 3)?;
+    assert_eq!(early.len(), 3);
+    db.store.set_limits("q", &concurrency(3))?;
+    assert!(db.reopen()?.claim("q", "w", 5)?.is_empty(), "three running before the limit fill it");
+    db.store.set_limits("q", &concurrency(4))?;
+    let s: Store = db.reopen()?;
+    let one = s.claim("q", "w", 5)?;
+    assert_eq!(one.len(), 1, "room for one more");
+    assert!(s.claim("q", "w", 5)?.is_empty());
+    ack_all(&db.store, &early)?;
+    let s: Store = db.reopen()?;
+    assert_eq!(s.claim("q", "w", 5)?.len(), 3, "the early jobs' acks freed three");
+    assert!(db.reopen()?.claim("q", "w", 5)?.is_empty());
+    assert_eq!(db.store.stats("q")?.processing, 4);
+    Ok(())
+}
+
+/// A limit lowered below the running jobs holds every claim back until the
+/// running count is under the new limit, then fills it to the limit.
+pub fn a_lowered_limit_waits_for_the_jobs_above_it<H: Harness>(db: &Db<H>) -> TestResult {
+    fill(db, "q", 10)?;
+    db.store.set_limits("q", &concurrency(4))?;
+    let held = db.reopen()?.claim("q", "w", 5)?;
+    assert_eq!(held.len(), 4);
+    db.store.set_limits("q", &concurrency(2))?;
+    for (acked, job) in held.iter().enumerate().take(3) {
+        assert!(db.reopen()?.claim("q", "w", 5)?.is_empty(), "{} running, limit 2", 4 - acked);
+        assert_eq!(db.store.ack(None, &[job])?, 1);
+    }
+    let s: Store = db.reopen()?;
+    assert_eq!(s.claim("q", "w", 5)?.len(), 1, "one running: one more");
+    assert!(db.reopen()?.claim("q", "w", 5)?.is_empty());
+    db.store.set_limits("q", &concurrency(5))?;
+    assert_eq!(db.reopen()?.claim("q", "w", 5)?.len(), 3, "a raised limit fills up to it");
+    assert_eq!(db.store.stats("q")?.processing, 5);
+    Ok(())
+}
+
+/// Jobs claimed while a group limit applied still count toward the
+/// concurrency when the group limit is lifted.
+pub fn jobs_claimed_under_a_group_limit_count_after_it_is_lifted<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    for g in ["a", "b", "c", "d"] {
+        s.enqueue(None, "q", &opts(), &[grouped(g, g), grouped(g, g)])?;
+    }
+    s.set_limits("q", &LimitChange { group_concurrency: Some(Some(1)), ..concurrency(3) })?;
+    let held = db.reopen()?.claim("q", "w", 8)?;
+    assert_eq!(held.len(), 3);
+    s.set_limits("q", &LimitChange { group_concurrency: Some(None), ..LimitChange::default() })?;
+    assert!(db.reopen()?.claim("q", "w", 8)?.is_empty(), "the three still fill the limit");
+    ack_all(s, &held[..1])?;
+    let other: Store = db.reopen()?;
+    assert_eq!(other.claim("q", "w", 8)?.len(), 1);
+    assert!(db.reopen()?.claim("q", "w", 8)?.is_empty());
+    ack_all(s, &held[1..])?;
+    assert_eq!(db.reopen()?.claim("q", "w", 8)?.len(), 2);
+    assert_eq!(s.stats("q")?.processing, 3);
+    Ok(())
+}
+
+/// The Worker's ack-and-claim on a full limited queue: the ack's slot goes
+/// to the next job in the same step, and a stale handle's ack frees nothing
+/// and takes nothing.
+pub fn a_workers_ack_hands_its_slot_to_the_next_job<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let ids = fill(db, "q", 6)?;
+    s.set_limits("q", &concurrency(2))?;
+    let held = s.claim("q", "w", 2)?;
+    assert_eq!(held.len(), 2);
+    let (landed, next) = s.ack_then_claim(&held[0], "q", "w", 1)?;
+    assert!(landed);
+    assert_eq!(next.iter().map(|j| j.id).collect::<Vec<_>>(), [ids[2]], "the next job, in the freed slot");
+    assert_eq!(s.stats("q")?.processing, 2);
+    assert!(s.claim("q", "w", 5)?.is_empty(), "still full");
+    let (again, none) = s.ack_then_claim(&held[0], "q", "w", 1)?;
+    assert!(!again && none.is_empty(), "a second ack of the same handle lands nowhere and takes nothing");
+    assert_eq!(s.stats("q")?.processing, 2);
+    // A batch: the ack-and-claim may leave it to the claim (an empty claim
+    // there does not mean an empty queue); between them, the one freed slot.
+    let (landed, more) = s.ack_then_claim(&next[0], "q", "w", 3)?;
+    assert!(landed);
+    assert_eq!(more.len() + s.claim("q", "w", 3)?.len(), 1, "a batch after an ack gets the one freed slot");
+    assert_eq!(s.stats("q")?.processing, 2);
+    Ok(())
+}
+
+/// No handover takes a job past a limit lowered below the running jobs,
+/// and an ack in one queue frees no slot of another.
+pub fn a_handover_never_passes_a_lowered_limit_or_another_queue<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    fill(db, "q", 8)?;
+    fill(db, "other", 2)?;
+    s.set_limits("q", &concurrency(3))?;
+    s.set_limits("other", &concurrency(1))?;
+    let held = s.claim("q", "w", 3)?;
+    let other = s.claim("other", "w", 5)?;
+    assert_eq!((held.len(), other.len()), (3, 1));
+    let (landed, got) = s.ack_then_claim(&other[0], "q", "w", 1)?;
+    assert!(landed && got.is_empty(), "other's slot is not q's: {got:?}");
+    s.set_limits("q", &concurrency(1))?;
+    let (landed, got) = s.ack_then_claim(&held[0], "q", "w", 1)?;
+    assert!(landed && got.is_empty(), "two still running over a limit of one");
+    let (landed, got) = s.ack_then_claim(&held[1], "q", "w", 1)?;
+    assert!(landed && got.is_empty(), "one running at a limit of one");
+    assert_eq!(s.stats("q")?.processing, 1);
+    let (landed, got) = s.ack_then_claim(&held[2], "q", "w", 1)?;
+    assert!(landed);
+    let running = got.len() + s.claim("q", "w", 5)?.len();
+    assert_eq!(running, 1, "the last ack leaves room for exactly one");
+    assert_eq!(s.stats("q")?.processing, 1);
+    Ok(())
+}
+
+/// Four stores run the Worker's loop (claim, then ack-and-claim) on a
+/// limited queue; a count after each step never exceeds the limit.
+pub fn claims_racing_with_handovers_never_exceed_the_limit<H: Harness>(db: &Db<H>) -> TestResult {
+    db.store.set_limits("q", &concurrency(3))?;
+    fill(db, "q", 160)?;
+    let stores = (0..4).map(|_| db.reopen()).collect::<TestResult<Vec<Store>>>()?;
+    let results = std::thread::scope(|scope| {
+        let handles: Vec<_> = stores
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                scope.spawn(move || -> Result<(i64, usize), String> {
+                    let worker = format!("w{i}");
+                    let (mut peak, mut done) = (0, 0);
+                    let mut job = None;
+                    loop {
+                        let next = match job.take() {
+                            Some(j) => {
+                                let (landed, next) =
+                                    s.ack_then_claim(&j, "q", &worker, 1).map_err(|e| e.to_string())?;
+                                done += usize::from(landed);
+                                next
+                            }
+                            None => s.claim("q", &worker, 1).map_err(|e| e.to_string())?,
+                        };
+                        peak = peak.max(s.stats("q").map_err(|e| e.to_string())?.processing);
+                        job = next.into_iter().next();
+                        if job.is_none() {
+                            let st = s.stats("q").map_err(|e| e.to_string())?;
+                            if st.pending == 0 && st.processing == 0 {
+                                return Ok((peak, done));
+                            }
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| "a worker panicked".to_string())?)
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let done: usize = results.iter().map(|r| r.1).sum();
+    assert_eq!(done, 160, "every job acked once");
+    assert!(results.iter().all(|r| r.0 <= 3), "never more than 3 processing: {results:?}");
     Ok(())
 }
 

@@ -66,7 +66,7 @@ pub struct PgEngine {
     /// Queues this engine lately found limited (SPEC §24), and when: their
     /// claims skip the one-statement claim, which would only answer
     /// "limited", for a while (`ops/claim.rs`).
-    pub(crate) limited_seen: std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>,
+    pub(crate) limited_seen: std::sync::Mutex<std::collections::HashMap<String, (std::time::Instant, bool)>>,
 }
 
 impl std::fmt::Debug for PgEngine {

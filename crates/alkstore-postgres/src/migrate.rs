@@ -29,6 +29,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("migrations/0008_queues.sql")),
     (9, include_str!("migrations/0009_cron_schedules.sql")),
     (10, include_str!("migrations/0010_limits.sql")),
+    (11, include_str!("migrations/0011_slots.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

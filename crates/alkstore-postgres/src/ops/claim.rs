@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use alkstore_core::{ClaimOps, Claimed, Result};
 
+use super::slots::SlotClaim;
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
@@ -147,19 +148,30 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
 const LIMITED_HINT: Duration = Duration::from_secs(1);
 
 impl PgEngine {
-    fn recently_limited(&self, queue: &str) -> bool {
+    /// Whether `queue` was found limited lately, and if so whether it was
+    /// found not for slots (its claims then go straight to the exclusive claim).
+    fn recently_limited(&self, queue: &str) -> Option<bool> {
         let seen = self.limited_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        seen.get(queue).is_some_and(|at| at.elapsed() < LIMITED_HINT)
+        seen.get(queue).filter(|(at, _)| at.elapsed() < LIMITED_HINT).map(|&(_, exclusive)| exclusive)
     }
 
-    fn mark_limited(&self, queue: &str) {
+    /// Notes `queue` as limited; `exclusive`: not for slots either.
+    fn mark_limited(&self, queue: &str, exclusive: bool) {
         let mut seen = self.limited_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        seen.insert(queue.to_owned(), Instant::now());
+        seen.insert(queue.to_owned(), (Instant::now(), exclusive));
     }
 
-    /// The claim of a queue known to be limited: one pipelined round trip
-    /// unless it has a group limit; then the multi-statement claim.
-    fn limited_claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+    /// The claim of a queue known to be limited: the slot claim
+    /// (`slots.rs`) unless the queue was lately found not for slots; then
+    /// the exclusive claim in one round trip unless it has a group limit;
+    /// then the multi-statement claim.
+    fn limited_claim(&self, queue: &str, worker_id: &str, n: usize, exclusive: bool) -> Result<Vec<Claimed>> {
+        if !exclusive {
+            match super::slots::claim(self, None, queue, worker_id, n)?.1 {
+                SlotClaim::Jobs(jobs) => return Ok(jobs),
+                SlotClaim::Exclusive => self.mark_limited(queue, true),
+            }
+        }
         if let (_, Some(jobs)) = super::limits::claim_flight(self, None, queue, worker_id, n)? {
             return Ok(jobs);
         }
@@ -177,14 +189,14 @@ impl PgEngine {
 impl ClaimOps for PgEngine {
     fn claim(&self, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
         self.maintain();
-        if self.recently_limited(queue) {
-            return self.limited_claim(queue, worker_id, n);
+        if let Some(exclusive) = self.recently_limited(queue) {
+            return self.limited_claim(queue, worker_id, n, exclusive);
         }
         match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
             Found::Jobs(jobs) => Ok(jobs),
             Found::Limited => {
-                self.mark_limited(queue);
-                self.limited_claim(queue, worker_id, n)
+                self.mark_limited(queue, false);
+                self.limited_claim(queue, worker_id, n, false)
             }
         }
     }
@@ -197,11 +209,30 @@ impl ClaimOps for PgEngine {
     /// follows rolls it back: nothing lands, and the error is returned.
     fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
         self.maintain();
-        if self.recently_limited(queue) {
-            // The ack and the limited claim in one round trip; a queue with a
-            // group limit is left to `claim` (its multi-statement claim).
-            let (landed, jobs) = super::limits::claim_flight(self, Some(done), queue, worker_id, n)?;
-            return Ok((landed, jobs.unwrap_or_default()));
+        match self.recently_limited(queue) {
+            // The ack and the slot claim in one round trip; a queue not for
+            // slots is left to `claim` (the exclusive claims).
+            // One job: the ack hands its slot straight to the next (`slots::ack_handover`).
+            Some(false) if n == 1 && done.queue == queue => {
+                return super::slots::ack_handover(self, done, queue, worker_id);
+            }
+            Some(false) => {
+                let (landed, found) = super::slots::claim(self, Some(done), queue, worker_id, n)?;
+                return Ok(match found {
+                    SlotClaim::Jobs(jobs) => (landed, jobs),
+                    SlotClaim::Exclusive => {
+                        self.mark_limited(queue, true);
+                        (landed, Vec::new())
+                    }
+                });
+            }
+            // The ack and the exclusive claim in one round trip; a queue with
+            // a group limit is left to `claim` (its multi-statement claim).
+            Some(true) => {
+                let (landed, jobs) = super::limits::claim_flight(self, Some(done), queue, worker_id, n)?;
+                return Ok((landed, jobs.unwrap_or_default()));
+            }
+            None => {}
         }
         let found = self.run(None, async |cx| {
             // Both statements prepared (or found in the connection's cache)
@@ -226,7 +257,7 @@ impl ClaimOps for PgEngine {
         match found {
             (landed, Found::Jobs(jobs)) => Ok((landed, jobs)),
             (landed, Found::Limited) => {
-                self.mark_limited(queue);
+                self.mark_limited(queue, false);
                 Ok((landed, Vec::new()))
             }
         }

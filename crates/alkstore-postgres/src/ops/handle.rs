@@ -59,7 +59,7 @@ impl Sql {
             retry: format!(
                 "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
                  worker_id = NULL, deadline = NULL WHERE {VALID} \
-                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify} ELSE {freed} END"
+                 RETURNING CASE WHEN $5::bigint <= 0 THEN {notify}::text ELSE {freed} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
             // inside a caller's transaction, so no savepoint is needed.

@@ -61,12 +61,13 @@ const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts
 /// The claim of the rows of a `picked (id)` CTE, both limited claims':
 /// `$2` queue, `$3` worker. A row is checked again after any lock wait
 /// (EvalPlanQual re-reads the `j` qualifiers): still pending, or a lease
-/// still lapsed, and the queue not paused.
-fn claim_update(s: &str) -> String {
+/// still lapsed, and the queue not paused. `slot` is empty, or sets the
+/// claimed row's slot (`slots.rs`).
+fn claim_update(s: &str, slot: &str) -> String {
     format!(
         "UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
          claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-         deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+         deadline = (SELECT t FROM n) + j.visibility_timeout_s{slot} \
          FROM picked WHERE j.id = picked.id \
            AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
            AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
@@ -81,8 +82,8 @@ impl Sql {
     /// For the quoted schema `s`, the unquoted `schema` (the lock's key) and the store's `channel`.
     pub(crate) fn new(s: &str, schema: &str, channel: &str) -> Self {
         let into_dead = into_dead(s);
-        let update = claim_update(s);
-        let lock_key = format!("alkstore.limits:{}:", schema.replace('\'', "''"));
+        let update = claim_update(s, "");
+        let (lock_key, _) = lock_keys(schema);
         Sql {
             get: format!(
                 "SELECT concurrency, rate_count, rate_period_s, group_concurrency FROM {s}.limits WHERE queue = $1::text"
@@ -156,6 +157,14 @@ impl Sql {
     }
 }
 
+/// The advisory lock keys' prefixes of `schema`'s queues, as SQL string
+/// literal bodies: the queue-wide lock's (the queue's name follows) and the
+/// slots' (`slots.rs`: the slot number, `:` and the queue's name follow).
+pub(crate) fn lock_keys(schema: &str) -> (String, String) {
+    let schema = schema.replace('\'', "''");
+    (format!("alkstore.limits:{schema}:"), format!("alkstore.slot:{schema}:"))
+}
+
 fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
     let rate = match (col::<Option<i64>>(row, 1)?, col::<Option<f64>>(row, 2)?) {
         (Some(c), Some(p)) => Some((c, p)),
@@ -175,8 +184,13 @@ fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
 /// the rate window and drops the log that left it. A queue with a group
 /// limit gets one row of NULLs and nothing is claimed: the multi-statement
 /// [`claim`] serves it.
+///
+/// Its fresh claims take the queue's free slots (`slots.rs`), lowest first:
+/// the concurrency's room is at most the slots below the limit that no
+/// processing row holds, so there are always enough (none, for a queue
+/// without a concurrency limit). A reclaimed lapsed lease keeps its slot.
 fn flight_sql(s: &str) -> String {
-    let update = claim_update(s);
+    let update = claim_update(s, ", slot = CASE WHEN picked.fresh THEN picked.k ELSE j.slot END");
     let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
     format!(
         "{NOW}, \
@@ -190,17 +204,25 @@ fn flight_sql(s: &str) -> String {
          f AS MATERIALIZED (SELECT greatest(0, least((SELECT total FROM b), coalesce((SELECT l.concurrency \
            - (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing') \
            FROM l WHERE l.concurrency IS NOT NULL), $4::bigint))) AS fresh), \
-         picked AS ( \
-           SELECT id FROM ( \
-             SELECT id, priority, run_at FROM {s}.jobs \
+         chosen AS MATERIALIZED ( \
+           SELECT id, fresh, CASE WHEN fresh THEN row_number() OVER (PARTITION BY fresh \
+             ORDER BY priority DESC, run_at, id) END AS rn FROM ( \
+             SELECT id, priority, run_at, false AS fresh FROM {s}.jobs \
              WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
                AND attempts < max_attempts AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
              UNION ALL \
-             (SELECT id, priority, run_at FROM {s}.jobs \
+             (SELECT id, priority, run_at, true FROM {s}.jobs \
               WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
                 AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
               ORDER BY priority DESC, run_at, id LIMIT (SELECT fresh FROM f))) u \
            ORDER BY priority DESC, run_at, id LIMIT (SELECT total FROM b)), \
+         free AS MATERIALIZED (SELECT k, row_number() OVER (ORDER BY k) AS rn FROM ( \
+           SELECT k FROM (SELECT generate_series(0, l.concurrency - 1) AS k FROM l \
+             WHERE l.concurrency IS NOT NULL) g \
+           WHERE k NOT IN (SELECT slot FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+             AND slot IS NOT NULL) \
+           LIMIT (SELECT count(*) FROM chosen WHERE fresh)) x), \
+         picked AS (SELECT c.id, c.fresh, free.k FROM chosen c LEFT JOIN free ON c.fresh AND free.rn = c.rn), \
          claimed AS ({update}), \
          logged AS ( \
            INSERT INTO {s}.rate_log (queue, at, n) \

@@ -42,6 +42,7 @@ pub(crate) mod pause;
 pub(crate) mod reads;
 pub(crate) mod redrive;
 pub(crate) mod schedules;
+pub(crate) mod slots;
 pub(crate) mod streams;
 pub(crate) mod sweep;
 
@@ -75,10 +76,19 @@ pub(crate) fn into_dead(s: &str) -> String {
 /// `queue_expr` is read in a FROM-less subquery first, where a bare `queue`
 /// can only mean the outer row's column (inside `FROM limits` it would mean
 /// the limits row's own, and match every limited queue).
+///
+/// Inside a slot claim's transaction (`slots::QUIET` on) it notifies no one
+/// and notes the freed slot and queue instead (`slots::FREED`): the claim
+/// that follows in the transaction hands the slot to the next job.
 pub(crate) fn slot_freed(s: &str, channel: &str, queue_expr: &str) -> String {
     format!(
-        "(SELECT pg_notify('{channel}', x.q) FROM (SELECT {queue_expr} AS q) x \
-         WHERE EXISTS (SELECT 1 FROM {s}.limits l WHERE l.queue = x.q))"
+        "(SELECT CASE WHEN current_setting('{quiet}', true) = 'on' \
+           THEN set_config('{freed}', coalesce(x.k::text, '') || ':' || x.q, true) \
+           ELSE pg_notify('{channel}', x.q)::text END \
+         FROM (SELECT {queue_expr} AS q, slot AS k) x \
+         WHERE EXISTS (SELECT 1 FROM {s}.limits l WHERE l.queue = x.q))",
+        quiet = slots::QUIET,
+        freed = slots::FREED,
     )
 }
 
@@ -117,6 +127,8 @@ pub(crate) struct Statements {
     pub(crate) completions: completions::Sql,
     /// Limits and the limited claim (SPEC §24).
     pub(crate) limits: limits::Sql,
+    /// The claim of a queue limited by concurrency alone (SPEC §24).
+    pub(crate) slots: slots::Sql,
 }
 
 impl Statements {
@@ -134,6 +146,10 @@ impl Statements {
             reads: reads::Sql::new(&s),
             sweep: sweep::Sql::new(&s, &channel),
             limits: limits::Sql::new(&s, schema, &channel),
+            slots: {
+                let (queue_key, slot_key) = limits::lock_keys(schema);
+                slots::Sql::new(&s, &channel, &queue_key, &slot_key)
+            },
             pause: pause::Sql::new(&s, &channel),
             redrive: redrive::Sql::new(&s, &channel),
             locks: locks::Sql::new(&s, &channel),

@@ -1,0 +1,11 @@
+-- 0011: concurrency slots (SPEC §24, ADR 0028).
+--
+-- A job claimed in a queue limited by concurrency records which of the
+-- queue's slots (0 .. concurrency-1) it holds while processing; the slot
+-- claim takes each slot under its own advisory lock, so claimers of one
+-- limited queue no longer run one at a time. NULL: claimed without a slot
+-- (an unlimited queue, or the group and rate claims); the slot claim then
+-- leaves the queue to the exclusive claim until such rows stop processing.
+-- No index: a limited queue's processing rows are few, and jobs_leased
+-- reaches them.
+ALTER TABLE __SCHEMA__.jobs ADD COLUMN slot bigint;
