@@ -246,9 +246,12 @@ pub(crate) enum SlotClaim {
 /// If any of them fails the transaction rolls back and nothing lands, the
 /// ack included, and the error is returned (as the unlimited ack-and-claim).
 ///
-/// A synchronous commit, unlike the exclusive claim's: a slot's lock only
-/// holds back claimers of that slot, which find another, so waiting for the
-/// WAL flush with it held serialises nothing.
+/// With an ack, a synchronous commit (the ack must be durable when this
+/// returns); a slot's lock only holds back claimers of that slot, which
+/// find another, so waiting for the WAL flush with it held serialises
+/// nothing. A claim alone commits asynchronously, as the exclusive claim
+/// (`limits::claim_flight` says why that is safe): the ack of its job, a
+/// synchronous commit, flushes the WAL up to it anyway.
 ///
 /// The ack does not notify the queue's claimers of the slot it frees
 /// (`slot_freed` is quiet in this transaction): the claim that follows takes
@@ -279,7 +282,7 @@ pub(crate) fn claim(
             }
         };
         let (begin, acked, take, rows, commit) = tokio::join!(
-            cx.client.batch_execute(BEGIN_QUIET),
+            cx.client.batch_execute(if done.is_some() { BEGIN_QUIET } else { BEGIN_ASYNC }),
             acked,
             cx.query_one(&sql.take, &take_params),
             cx.query(&sql.claim, &claim_params),
@@ -312,3 +315,6 @@ pub(crate) const FREED: &str = "alkstore.freed_slot";
 
 /// BEGIN, with [`QUIET`] on to the end of the transaction.
 const BEGIN_QUIET: &str = "BEGIN; SET LOCAL alkstore.quiet_slots = 'on'";
+
+/// BEGIN, committing asynchronously: a claim without an ack.
+const BEGIN_ASYNC: &str = "BEGIN; SET LOCAL synchronous_commit = off";
