@@ -318,3 +318,33 @@ const BEGIN_QUIET: &str = "BEGIN; SET LOCAL alkstore.quiet_slots = 'on'";
 
 /// BEGIN, committing asynchronously: a claim without an ack.
 const BEGIN_ASYNC: &str = "BEGIN; SET LOCAL synchronous_commit = off";
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::Statements;
+    use crate::testing::{Fixture, TestResult};
+
+    /// Every slot statement reaches the queue's rows through the partial
+    /// indexes (ready rows by `jobs_ready`, processing rows by
+    /// `jobs_leased`), with custom and generic plans; never a sequential
+    /// scan of the jobs.
+    #[test]
+    fn explain_slot_statements_use_the_partial_indexes() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        fx.fill()?;
+        let sql = Statements::new(&fx.schema);
+        let take = fx.plans("bigint, text, text, bigint", &sql.slots.take, "0, 'q3', 'w', 2")?;
+        let claim = fx.plans("bigint, text, text", &sql.slots.claim, "0, 'q3', 'w'")?;
+        let handover = fx.plans("bigint, text, text", &sql.slots.handover, "0, 'q3', 'w'")?;
+        for plan in take.iter().chain(&claim).chain(&handover) {
+            assert!(!plan.contains("Seq Scan on jobs"), "{plan}");
+        }
+        for plan in claim.iter().chain(&handover) {
+            assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
+        }
+        for plan in take.iter().chain(&claim) {
+            assert!(plan.contains("jobs_leased"), "{plan}");
+        }
+        Ok(())
+    }
+}
