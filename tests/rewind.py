@@ -15,6 +15,7 @@ from tests.conftest import Target, pg_admin_connect
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    11: {"sqlite": [], "postgres": ["ALTER TABLE __alkstore_jobs DROP COLUMN slot"]},
     10: {
         engine: [
             "DROP INDEX __alkstore_jobs_group_running",

@@ -76,7 +76,7 @@ def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -
             pg.execute(dump.replace("upgrade_fixture", schema).encode())
         with alkstore.open(PG_URL, schema=schema) as store:
             check_upgraded(store)
-        assert version(Target("postgres", PG_URL, schema)) == "10"
+        assert version(Target("postgres", PG_URL, schema)) == "11"
     finally:
         drop_schema(schema)
 
