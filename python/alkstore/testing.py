@@ -81,9 +81,9 @@ def drain(tasks: Tasks, queue: str | None = None) -> DrainResult:
                 call = _calling(fn)
                 if is_async:
                     loop = loop or asyncio.new_event_loop()
-                    outcome = loop.run_until_complete(_runner.run_async(job, call, None, timeout))
+                    outcome = loop.run_until_complete(_runner.run_async(job, call, None, timeout, True))
                 else:
-                    outcome = _runner.run_sync(job, call)
+                    outcome = _runner.run_sync(job, call, results=True)
                 if (outcome == "retried" and job.attempts >= job.max_attempts) or outcome == "failed":
                     counts["dead"] += 1
                 elif outcome in counts:
@@ -101,14 +101,15 @@ def _calling(fn: Callable[[Any, JobHandle], Any]) -> Callable[[JobHandle], Any]:
 
 
 def enqueued(task: Task[Any, Any]) -> list[Call]:
-    """The pending calls of ``task`` (ready or scheduled), oldest first."""
+    """The pending calls of ``task`` (ready, scheduled, or waiting for their
+    parents, SPEC §25), oldest first."""
     q = task._queue()
     calls: list[Call] = []
     before: int | None = None
     while page := q.live_jobs(limit=1000, before_id=before):
         for job in page:
             p = job.payload
-            if job.state == "pending" and isinstance(p, dict) and p.get("task") == task.name:
+            if job.state in ("pending", "waiting") and isinstance(p, dict) and p.get("task") == task.name:
                 calls.append(Call(tuple(p.get("args", ())), dict(p.get("kwargs", {})), job.id))
         before = page[-1].id
     calls.reverse()
