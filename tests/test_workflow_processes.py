@@ -80,7 +80,7 @@ def test_a_worker_fans_out_and_in(store: Store) -> None:
     with running(worker):
         wait_for(lambda: summed() is not None, what="the sum's result")
     got = summed()
-    assert got is not None and (got.state, got.value) == ("acked", 385)
+    assert got is not None and (got.state, got.value) == ("done", 385)
     assert worker.counts.acked == 12
     assert [store.queue(q).stats().waiting for q in ("split", "square", "sum")] == [0, 0, 0]
 

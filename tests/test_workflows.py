@@ -21,6 +21,8 @@ import pytest
 
 import alkstore
 from alkstore import Store
+from alkstore._cli import main as cli
+from alkstore.metrics import registry
 from tests.conftest import PG_URL, Target
 
 AppConn = sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
@@ -323,7 +325,7 @@ def test_a_result_is_kept_for_keep_result_seconds(store: Store) -> None:
     settle(store, "results", job_id, result={"rows": 42, "files": ["a.csv"]})
     got = store.result(job_id)
     assert got is not None
-    assert (got.state, got.value, got.error) == ("acked", {"rows": 42, "files": ["a.csv"]}, None)
+    assert (got.state, got.value, got.error) == ("done", {"rows": 42, "files": ["a.csv"]}, None)
     assert before - timedelta(seconds=5) <= got.finished_at <= datetime.now(UTC) + timedelta(seconds=5)
     store._advance_clock(3000)
     assert store.result(job_id) is not None, "still within keep_result"
@@ -417,6 +419,88 @@ def test_waiting_shows_in_queues_and_stats(store: Store) -> None:
     assert "waiting=2" in repr(s)
     live = store.queue("only-waiting").live_jobs()
     assert [j.state for j in live] == ["waiting", "waiting"]
+
+
+def test_the_cli_shows_waiting_and_a_result(
+    store: Store, target: Target, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    q = store.queue("cli-flow", max_attempts=1)
+    parent = q.enqueue({"n": 1}, keep_result=600)
+    child = q.enqueue({"n": 2}, after=[parent])
+    where = [target.location, *([] if target.schema is None else ["--schema", target.schema])]
+    assert cli(["stats", *where, "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert (row["pending"], row["waiting"]) == (1, 1)
+    assert cli(["stats", *where]) == 0
+    header, line = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["QUEUE", "PENDING", "WAITING"] and line.split()[:3] == [
+        "cli-flow",
+        "1",
+        "1",
+    ]
+    assert cli(["jobs", *where[:1], "cli-flow", *where[1:], "--json"]) == 0
+    states = {j["id"]: j["state"] for j in json.loads(capsys.readouterr().out)}
+    assert states == {parent: "pending", child: "waiting"}
+
+    assert cli(["result", where[0], str(parent), *where[1:]]) == 3, "not finished: no result"
+    assert "no result for job" in capsys.readouterr().err
+    settle(store, "cli-flow", parent, result={"rows": [1, 2]})
+    assert cli(["result", where[0], str(parent), *where[1:], "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert (got["id"], got["state"], got["value"], got["error"]) == (parent, "done", {"rows": [1, 2]}, None)
+    assert datetime.fromisoformat(got["finished_at"]) <= datetime.now(UTC) + timedelta(seconds=5)
+    assert cli(["result", where[0], str(parent), *where[1:]]) == 0
+    first, *value = capsys.readouterr().out.splitlines()
+    assert first.startswith(f"job {parent}: done at ") and json.loads("\n".join(value)) == {"rows": [1, 2]}
+    settle(store, "cli-flow", child, "fail", error="no space")
+    assert cli(["result", where[0], str(child), *where[1:]]) == 0
+    assert capsys.readouterr().out.strip().endswith(": no space")
+
+
+def test_metrics_count_waiting_jobs(store: Store) -> None:
+    parent = store.queue("m-up").enqueue({})
+    store.queue("m-down").enqueue_many([{}, {}, {}], after=[parent])
+    samples = {
+        (s.labels["queue"], s.labels["state"]): s.value
+        for family in registry(store).collect()
+        if family.name == "alkstore_jobs"
+        for s in family.samples
+    }
+    assert samples[("m-down", "waiting")] == 3 and samples[("m-up", "waiting")] == 0
+    assert samples[("m-up", "pending")] == 1
+
+
+def test_the_dashboard_shows_waiting_and_a_jobs_parents_and_children(store: Store) -> None:
+    from alkstore.dashboard import create_app
+    from tests.dashboards import browser_like
+
+    client = browser_like(create_app(store))
+    up = store.queue("dash-up")
+    a, b = up.enqueue({"n": 1}), up.enqueue({"n": 2})
+    child = store.queue("dash-down").enqueue({"n": 3}, after=[a, b], keep_result=600)
+    overview = client.get("/").text
+    assert "<th>Waiting</th>" in overview
+    row = re.search(r'<tr>\s*<td><a href="/queue\?name=dash-down">.*?</tr>', overview, re.S)
+    assert row is not None and re.findall(r"<td>(\d+)</td>", row.group(0))[:2] == ["0", "1"], row.group(0)
+    assert "waiting 1" in client.get("/queue", params={"name": "dash-down"}).text
+    page = client.get("/job", params={"queue": "dash-down", "id": child}).text
+    parents = re.search(r'<dd id="parents">(.*?)</dd>', page, re.S)
+    assert parents is not None and re.findall(r'href="/job\?id=(\d+)"', parents.group(1)) == [str(a), str(b)]
+    parent_page = client.get("/job", params={"id": a})
+    assert parent_page.status_code == 200, "found by id alone, in its own queue"
+    children = re.search(r'<dd id="children">(.*?)</dd>', parent_page.text, re.S)
+    assert children is not None and f'href="/job?id={child}"' in children.group(1)
+    assert "dash-up" in parent_page.text
+    settle(store, "dash-up", a)
+    settle(store, "dash-up", b)
+    settle(store, "dash-down", child, result={"total": 3})
+    done = client.get("/job", params={"id": child})
+    assert done.status_code == 200 and '<span class="state">done</span>' in done.text
+    shown = re.search(r'<pre id="result">(.*?)</pre>', done.text, re.S)
+    assert shown is not None and '"total": 3' in shown.group(1)
+    assert client.get("/job", params={"id": child + 1000}).status_code == 404
 
 
 # -- conn= ---------------------------------------------------------------------------------------
