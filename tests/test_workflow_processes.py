@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
+import pytest
+
 import alkstore
 from alkstore import JobHandle, Store, Worker
 from tests.conftest import Target
@@ -116,3 +118,27 @@ def test_a_task_chain_runs_on_the_registrys_worker(store: Store) -> None:
     assert dead is not None and (dead.state, dead.error) == ("dead", "no report today")
     job = store.queue("report").get_job(never)
     assert job is not None and job.state == "dead" and str(broken) in (job.last_error or "")
+
+
+def test_a_worker_acks_a_job_whose_return_value_cannot_be_kept(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not JSON, or JSON past the payload bound: the work is done, so the job
+    is acked without a result (never run again), and the log says why."""
+    worker = Worker(store, concurrency=2)
+
+    @worker.handler("odd")
+    def odd(payload: dict[str, str], job: JobHandle) -> object:
+        return {1, 2} if payload["kind"] == "set" else "x" * (2 << 20)
+
+    q = store.queue("odd")
+    ids = [q.enqueue({"kind": k}, keep_result=600) for k in ("set", "huge")]
+    with caplog.at_level("WARNING", logger="alkstore.worker"), running(worker):
+        wait_for(lambda: worker.counts.acked == 2, what="both acked")
+    assert (worker.counts.retried, worker.counts.dead) == (0, 0)
+    for job_id in ids:
+        got = store.result(job_id)
+        assert got is None or (got.state, got.value) == ("done", None)
+        assert any(
+            f"job {job_id} " in r.getMessage() and "none is kept" in r.getMessage() for r in caplog.records
+        )

@@ -168,6 +168,15 @@ def _land(
         return landed
 
 
+def _unkept(job: JobHandle, exc: Exception) -> None:
+    log.warning(
+        "job %d of %r: its return value is not a JSON result (%s), so none is kept; the job is acked",
+        job.id,
+        job.queue,
+        exc,
+    )
+
+
 def result_of(job: JobHandle, value: object) -> object:
     """``value`` as ``job``'s result, or None when it is not JSON: the code ran
     and its work is done, so the job is acked without a result rather than
@@ -177,12 +186,7 @@ def result_of(job: JobHandle, value: object) -> object:
     try:
         _check_json(value, "result")
     except (TypeError, ValueError) as exc:
-        log.warning(
-            "job %d of %r: its return value is not JSON (%s), so no result is kept; the job is acked",
-            job.id,
-            job.queue,
-            exc,
-        )
+        _unkept(job, exc)
         return None
     return value
 
@@ -190,7 +194,15 @@ def result_of(job: JobHandle, value: object) -> object:
 def _acking(job: JobHandle, result: object) -> Callable[[], bool]:
     if result is None:
         return job.ack  # the plain ack: no keyword to parse on the hot path
-    return lambda: job.ack(result=result)
+
+    def ack() -> bool:
+        try:
+            return job.ack(result=result)
+        except (TypeError, ValueError) as exc:  # JSON, but past the payload bound
+            _unkept(job, exc)
+            return job.ack()
+
+    return ack
 
 
 def settle(
