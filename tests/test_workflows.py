@@ -483,7 +483,8 @@ def test_the_dashboard_shows_waiting_and_a_jobs_parents_and_children(store: Stor
     overview = client.get("/").text
     assert "<th>Waiting</th>" in overview
     row = re.search(r'<tr>\s*<td><a href="/queue\?name=dash-down">.*?</tr>', overview, re.S)
-    assert row is not None and re.findall(r"<td>(\d+)</td>", row.group(0))[:2] == ["0", "1"], row.group(0)
+    assert row is not None, overview
+    assert re.findall(r"<td>(\d+)</td>", row.group(0))[:2] == ["0", "1"], row.group(0)
     assert "waiting 1" in client.get("/queue", params={"name": "dash-down"}).text
     page = client.get("/job", params={"queue": "dash-down", "id": child}).text
     parents = re.search(r'<dd id="parents">(.*?)</dd>', page, re.S)
