@@ -140,12 +140,12 @@ impl JobHandle {
     /// `result` (any JSON value) is kept for `store.result(id)` when the job
     /// was enqueued with `keep_result`, and for its children's
     /// `parent_results()` while they wait (SPEC §25); otherwise dropped.
-    #[pyo3(signature = (result=None, *, tx=None))]
+    #[pyo3(signature = (tx=None, *, result=None))]
     fn ack(
         &self,
         py: Python<'_>,
-        result: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
+        result: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let landed = match result {
             Some(r) if !r.is_none() => {
