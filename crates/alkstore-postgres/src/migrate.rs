@@ -29,6 +29,9 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("migrations/0008_queues.sql")),
     (9, include_str!("migrations/0009_cron_schedules.sql")),
     (10, include_str!("migrations/0010_limits.sql")),
+    // 0011 is flow control's `slot` column (on its own branch); the numbers
+    // only need to increase.
+    (12, include_str!("migrations/0012_workflows.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

@@ -19,6 +19,11 @@ use crate::rows::col;
 const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3::text \
                      AND claim_token = $4::bigint AND deadline >= (SELECT t FROM n)";
 
+/// A plain job: no children, no parents, no kept result. The plain ack
+/// deletes only such rows, so it never reads the edges; any other valid
+/// handle goes on to the workflow ack ([`super::workflows`]).
+const PLAIN: &str = "NOT has_children AND parents_left IS NULL AND keep_result_s IS NULL";
+
 /// The handle statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
@@ -43,13 +48,15 @@ impl Sql {
         let freed = super::slot_freed(s, channel, "queue");
         let into_dead = into_dead(s);
         Sql {
-            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} RETURNING {freed}"),
+            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} RETURNING {freed}"),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
                 "{NOW} DELETE FROM {s}.jobs j \
                  USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
-                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) RETURNING {freed}"
+                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) \
+                   AND NOT j.has_children AND j.parents_left IS NULL AND j.keep_result_s IS NULL \
+                 RETURNING j.id, {freed}"
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
             // are cleared, claimed_at stays as the last claim's time, and the
@@ -81,17 +88,35 @@ impl Sql {
     }
 }
 
-/// Deletes every valid handle in one statement; returns how many landed.
+/// Deletes every valid plain handle in one statement; each handle it left
+/// (invalid, or in a workflow) goes on to the workflow ack, one statement
+/// each. Returns how many landed.
 pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
-    let n = if let [job] = jobs {
-        cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?
-    } else {
-        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
-        let workers: Vec<&str> = jobs.iter().map(|j| j.worker_id.as_str()).collect();
-        let tokens: Vec<i64> = jobs.iter().map(|j| j.claim_token).collect();
-        cx.execute(&cx.sql.handle.ack_many, &[&cx.offset, &ids, &workers, &tokens]).await?
-    };
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    if let [job] = jobs {
+        if ack_plain(cx, job).await? {
+            return Ok(1);
+        }
+        return Ok(usize::from(super::workflows::ack_flow(cx, job, None).await?));
+    }
+    let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    let workers: Vec<&str> = jobs.iter().map(|j| j.worker_id.as_str()).collect();
+    let tokens: Vec<i64> = jobs.iter().map(|j| j.claim_token).collect();
+    let rows = cx.query(&cx.sql.handle.ack_many, &[&cx.offset, &ids, &workers, &tokens]).await?;
+    let deleted = rows.iter().map(|r| col::<i64>(r, 0)).collect::<Result<std::collections::HashSet<_>>>()?;
+    let mut landed = deleted.len();
+    let mut tried = std::collections::HashSet::new();
+    for job in jobs.iter().filter(|j| !deleted.contains(&j.id)) {
+        if tried.insert(job.id) && super::workflows::ack_flow(cx, job, None).await? {
+            landed += 1;
+        }
+    }
+    Ok(landed)
+}
+
+/// The plain ack of one handle: true when it deleted the row.
+pub(crate) async fn ack_plain(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
+    let n = cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
+    Ok(n > 0)
 }
 
 /// Back to pending after `delay` seconds (resolved by the Store, which

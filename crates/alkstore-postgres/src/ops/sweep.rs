@@ -55,6 +55,8 @@ impl Sql {
 /// Sweeps `queue`.
 pub(crate) async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
     let row = cx.query_one(&cx.sql.sweep.sweep, &[&cx.offset, &queue]).await?;
+    // Kept results past their keep_result (SPEC §25) go with the sweep too.
+    cx.execute(&cx.sql.workflows.purge_results, &[&cx.offset, &queue]).await?;
     Ok(Swept { expired: col(&row, 0)?, purged: col(&row, 1)? })
 }
 
