@@ -111,12 +111,12 @@ def create_app(
         # A workflow's links name only the id: its queue is found here, on a click.
         q = queue_view(store, name) if name is not None else _queue_of(store, job_id)
         job = None if q is None else q.get_job(job_id)
-        edges = store.job_edges(job_id)
+        parents, children = store.job_edges(job_id)
         links = {
-            "parents": edges.parents[:MAX_EDGES_SHOWN],
-            "children": edges.children[:MAX_EDGES_SHOWN],
-            "more_parents": max(0, len(edges.parents) - MAX_EDGES_SHOWN),
-            "more_children": max(0, len(edges.children) - MAX_EDGES_SHOWN),
+            "parents": parents[:MAX_EDGES_SHOWN],
+            "children": children[:MAX_EDGES_SHOWN],
+            "more_parents": max(0, len(parents) - MAX_EDGES_SHOWN),
+            "more_children": max(0, len(children) - MAX_EDGES_SHOWN),
         }
         if job is None or q is None:
             # Acked, or cancelled: its kept result (SPEC §25) is all there is to show.
