@@ -138,7 +138,7 @@ def test_a_worker_acks_a_job_whose_return_value_cannot_be_kept(
     assert (worker.counts.retried, worker.counts.dead) == (0, 0)
     for job_id in ids:
         got = store.result(job_id)
-        assert got is None or (got.state, got.value) == ("done", None)
+        assert got is not None and (got.state, got.value) == ("done", None), "kept: acked, without a value"
         assert any(
             f"job {job_id} " in r.getMessage() and "none is kept" in r.getMessage() for r in caplog.records
         )

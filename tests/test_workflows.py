@@ -176,10 +176,8 @@ def test_the_middle_of_a_chain_dies_and_its_descendants_die_naming_it(store: Sto
     settle(store, "chain", b, "fail", error="disk full")
     assert [state(store, "chain", i) for i in (b, c, d)] == ["dead"] * 3
     dead_c, dead_d = q.get_job(c), q.get_job(d)
-    assert dead_c is not None and names(b, dead_c.last_error), dead_c.last_error
-    assert dead_d is not None and (names(c, dead_d.last_error) or names(b, dead_d.last_error)), (
-        dead_d.last_error
-    )
+    assert dead_c is not None and dead_c.last_error == f"parent job {b} died: disk full"
+    assert dead_d is not None and dead_d.last_error == f"parent job {c} died: parent job {b} died: disk full"
     assert q.stats().dead == 3 and q.stats().waiting == 0
     assert q.claim("w") is None, "nothing of the chain runs"
 
@@ -205,6 +203,7 @@ def test_on_failure_run_runs_the_child_once_every_parent_is_settled(store: Store
     assert state(store, "cleanup", child) == "pending", "runs anyway"
     job = store.queue("cleanup").claim("w")
     assert job is not None and job.id == child
+    assert job.parent_results() == {ok: None, bad: None}, "no result: one acked without, one dead"
 
 
 def test_a_cancelled_parent_kills_or_releases_its_children(store: Store) -> None:
@@ -214,7 +213,9 @@ def test_a_cancelled_parent_kills_or_releases_its_children(store: Store) -> None
     runs = store.queue("kids").enqueue({"k": 2}, after=[parent], on_failure="run")
     assert q.cancel(parent)
     dead = store.queue("kids").get_job(killed)
-    assert dead is not None and dead.state == "dead" and names(parent, dead.last_error), dead
+    assert (
+        dead is not None and dead.state == "dead" and dead.last_error == f"parent job {parent} was cancelled"
+    )
     assert state(store, "kids", runs) == "pending"
 
 
@@ -390,7 +391,8 @@ def test_ack_result_must_be_json_and_a_bad_one_acks_nothing(store: Store) -> Non
         job.ack(result=float("nan"))
     assert state(store, "json", job_id) == "processing", "still held: nothing was acked"
     assert job.ack(result=None)
-    assert store.result(job_id) is None or store.result(job_id).value is None  # type: ignore[union-attr]
+    got = store.result(job_id)
+    assert got is not None and (got.state, got.value) == ("done", None)
 
 
 def test_results_ride_a_transaction(store: Store) -> None:
@@ -620,7 +622,8 @@ def test_a_non_json_return_acks_the_job_without_a_result(
     child = after_it.options(after=[job_id], keep_result=60).enqueue()
     with caplog.at_level("WARNING", logger="alkstore.worker"):
         assert drain(tasks).acked == 2
-    assert store.result(job_id) is None or store.result(job_id).value is None  # type: ignore[union-attr]
+    kept = store.result(job_id)
+    assert kept is not None and (kept.state, kept.value) == ("done", None), "acked, without a value"
     assert any(
         "none is kept" in r.getMessage() and f"job {job_id} " in r.getMessage() for r in caplog.records
     )

@@ -191,7 +191,7 @@ def result_of(job: JobHandle, value: object) -> object:
     return value
 
 
-def _acking(job: JobHandle, result: object) -> Callable[[], bool]:
+def _acking(job: JobHandle, result: Any) -> Callable[[], bool]:
     if result is None:
         return job.ack  # the plain ack: no keyword to parse on the hot path
 

@@ -112,7 +112,7 @@ def create_app(
         q = queue_view(store, name) if name is not None else _queue_of(store, job_id)
         job = None if q is None else q.get_job(job_id)
         parents, children = store.job_edges(job_id)
-        links = {
+        links: dict[str, Any] = {
             "parents": parents[:MAX_EDGES_SHOWN],
             "children": children[:MAX_EDGES_SHOWN],
             "more_parents": max(0, len(parents) - MAX_EDGES_SHOWN),
