@@ -525,12 +525,14 @@ impl Queue {
     /// engine can (ADR 0022). Returns whether the ack landed and the jobs.
     /// An empty list does not mean the queue is empty (a lapsed lease needs
     /// `claim`). Not public: the Worker's hot path.
+    #[pyo3(signature = (job, worker_id, n, *, result=None))]
     fn _ack_then_claim(
         &self,
         py: Python<'_>,
         job: &Bound<'_, JobHandle>,
         worker_id: &str,
         n: Int,
+        result: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(bool, Vec<JobHandle>)> {
         let n = batch_size("n", &n).py()?;
         let h = job.get();
@@ -538,7 +540,16 @@ impl Queue {
             return Err(PyValueError::new_err("job was claimed through another store"));
         }
         let done = h.claimed();
-        let (landed, claimed) = exit::detach(py, || self.store.ack_then_claim(done, &self.name, worker_id, n)).py()?;
+        // A handler's return value (SPEC §25) is kept by the ack where the job keeps results.
+        let result = match result {
+            Some(r) if !r.is_none() => Some(json::encode(r)?),
+            _ => None,
+        };
+        let (landed, claimed) = exit::detach(py, || match &result {
+            Some(r) => self.store.ack_result_then_claim(done, r, &self.name, worker_id, n),
+            None => self.store.ack_then_claim(done, &self.name, worker_id, n),
+        })
+        .py()?;
         Ok((h.note_acked(landed), self.handles(claimed)))
     }
 

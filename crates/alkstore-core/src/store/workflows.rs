@@ -27,6 +27,24 @@ impl Store {
         }
     }
 
+    /// The Worker's ack of a finished job that returned `result`, and its
+    /// claim of the next: the ack keeps the result ([`Self::ack_result`]),
+    /// then the claim runs on its own (an ack that may settle children is
+    /// not pipelined with a claim). Whether the ack landed, and what was
+    /// claimed, in claim order.
+    pub fn ack_result_then_claim(
+        &self,
+        done: &Claimed,
+        result: &str,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)> {
+        let landed = self.ack_result(None, done, result)?;
+        let claimed = self.claim(queue, worker_id, n)?;
+        Ok((landed, claimed))
+    }
+
     /// `store.result(id)`.
     pub fn result(&self, id: i64) -> Result<Option<JobResult>> {
         self.enter(None)?;

@@ -56,7 +56,15 @@ DECLARE
     why text;
     at bigint;
     woken text[];
+    kids bigint[];
 BEGIN
+    -- The children still counting this parent, by the edges' primary key;
+    -- every statement below reads them by the jobs' primary key.
+    SELECT array_agg(child_id ORDER BY child_id) INTO kids
+      FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled;
+    IF kids IS NULL THEN
+        RETURN NULL;
+    END IF;
     IF TG_TABLE_NAME = 'dead' THEN
         IF EXISTS (SELECT 1 FROM __SCHEMA__.jobs WHERE id = OLD.id) THEN
             RETURN NULL;  -- redriven, not gone
@@ -73,16 +81,12 @@ BEGIN
             at := floor(extract(epoch FROM clock_timestamp()))::bigint;
         END IF;
     END IF;
-    PERFORM 1 FROM __SCHEMA__.jobs
-     WHERE id IN (SELECT child_id FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled)
-       AND state = 'waiting'
-     ORDER BY id FOR UPDATE;
+    PERFORM 1 FROM __SCHEMA__.jobs WHERE id = ANY(kids) AND state = 'waiting' ORDER BY id FOR UPDATE;
     WITH r AS (
         UPDATE __SCHEMA__.jobs
            SET parents_left = parents_left - 1,
                state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
-         WHERE id IN (SELECT child_id FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled)
-           AND state = 'waiting' AND (ok OR on_failure = 'run')
+         WHERE id = ANY(kids) AND state = 'waiting' AND (ok OR on_failure = 'run')
         RETURNING queue, state)
     SELECT array_agg(DISTINCT queue) FILTER (WHERE state = 'pending') INTO woken FROM r;
     IF woken IS NOT NULL THEN
@@ -91,8 +95,7 @@ BEGIN
     IF NOT ok THEN
         WITH moved AS (
             DELETE FROM __SCHEMA__.jobs
-             WHERE id IN (SELECT child_id FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled)
-               AND state = 'waiting' AND on_failure = 'cancel'
+             WHERE id = ANY(kids) AND state = 'waiting' AND on_failure = 'cancel'
             RETURNING *)
         INSERT INTO __SCHEMA__.dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
             visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,

@@ -57,7 +57,10 @@ CREATE INDEX IF NOT EXISTS __alkstore_results_expiring
 -- children (the engine's connections set recursive_triggers), so the
 -- failure runs down the graph in the same transaction. A trigger, so every
 -- path that removes a job does this, the claim's exhaustion step included,
--- without a statement of its own.
+-- without a statement of its own. `+state`: the children are found through
+-- the parent's edges and read by primary key; a bare `state = 'waiting'`
+-- lets the planner walk every waiting row of the store instead (checked in
+-- ops/plans.rs).
 CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_left AFTER DELETE ON __alkstore_jobs
 WHEN OLD.has_children = 1
 BEGIN
@@ -65,7 +68,7 @@ BEGIN
        SET parents_left = parents_left - 1,
            state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND state = 'waiting' AND (OLD.state = 'acked' OR on_failure = 'run');
+       AND +state = 'waiting' AND (OLD.state = 'acked' OR on_failure = 'run');
     INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
         visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
         worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
@@ -79,12 +82,12 @@ BEGIN
       FROM __alkstore_jobs c LEFT JOIN __alkstore_dead p ON p.id = OLD.id
      WHERE OLD.state <> 'acked'
        AND c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND c.state = 'waiting' AND c.on_failure = 'cancel';
+       AND +c.state = 'waiting' AND c.on_failure = 'cancel';
     UPDATE __alkstore_edges SET settled = 1 WHERE parent_id = OLD.id AND settled = 0;
     DELETE FROM __alkstore_jobs
      WHERE OLD.state <> 'acked'
        AND id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
-       AND state = 'waiting' AND on_failure = 'cancel'
+       AND +state = 'waiting' AND on_failure = 'cancel'
        AND EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = __alkstore_jobs.id);
 END;
 
@@ -97,7 +100,7 @@ BEGIN
        SET parents_left = parents_left - 1,
            state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND state = 'waiting' AND on_failure = 'run';
+       AND +state = 'waiting' AND on_failure = 'run';
     INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
         visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
         worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
@@ -109,11 +112,11 @@ BEGIN
         'parent job ' || OLD.id || ' died: ' || OLD.last_error, unixepoch(), unixepoch() + c.dead_retention_s
       FROM __alkstore_jobs c
      WHERE c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND c.state = 'waiting' AND c.on_failure = 'cancel';
+       AND +c.state = 'waiting' AND c.on_failure = 'cancel';
     UPDATE __alkstore_edges SET settled = 1 WHERE parent_id = OLD.id AND settled = 0;
     DELETE FROM __alkstore_jobs
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
-       AND state = 'waiting' AND on_failure = 'cancel'
+       AND +state = 'waiting' AND on_failure = 'cancel'
        AND EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = __alkstore_jobs.id);
 END;
 

@@ -25,7 +25,8 @@ pub(crate) const ISSUED: &str =
 /// One edge per parent of child `?1`, the parents a JSON array `?2`; a
 /// parent that is not live (acked, dead or cancelled) has settled already.
 pub(crate) const LINK_EDGES: &str = "INSERT INTO __alkstore_edges (parent_id, child_id, settled) \
-     SELECT p.value, ?1, NOT EXISTS (SELECT 1 FROM __alkstore_jobs j WHERE j.id = p.value) FROM json_each(?2) AS p";
+     SELECT p.value, ?1, NOT EXISTS (SELECT 1 FROM __alkstore_jobs j WHERE j.id = p.value) FROM json_each(?2) AS p \
+     WHERE true ON CONFLICT DO NOTHING";
 
 /// The live parents of child `?1` learn that they have children, so their
 /// ack (and their death) looks at the edges.
