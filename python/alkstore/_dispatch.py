@@ -443,15 +443,18 @@ class Run:
         (one commit per job instead of two, ADR 0022)."""
 
         def ack(job: JobHandle, result: object) -> bool | None:
-            if self.halt.stopped or job.cancel_requested or result is not None:
-                # A plain ack: nothing more is claimed (nor by a timed-out
-                # thread); a result goes with the plain ack (its own statement).
-                return None
+            if self.halt.stopped or job.cancel_requested:
+                return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
             h = self._handlers[next(self._turn) % len(self._handlers)]
             try:
-                landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
-            except AlkstoreError:
-                return None  # it rolled back: the plain ack tries again, and raises if it must
+                if result is None:
+                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
+                else:
+                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1, result=result)
+            except (AlkstoreError, TypeError, ValueError):
+                # It rolled back (or the result is past the payload bound): the
+                # plain ack tries again, and raises or drops the result if it must.
+                return None
             rec.tried = h
             if jobs:
                 rec.next = (h, jobs[0])
