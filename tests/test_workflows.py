@@ -10,6 +10,7 @@ and the Worker and tasks end to end are in ``test_workflow_processes``.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
@@ -25,6 +26,7 @@ import alkstore
 from alkstore import Store
 from alkstore._cli import main as cli
 from alkstore.metrics import registry
+from alkstore.testing import enqueued
 from tests.conftest import PG_URL, Target
 
 AppConn = sqlite3.Connection | psycopg.Connection[tuple[object, ...]]
@@ -113,8 +115,6 @@ def test_fan_in_and_a_chain_across_queues(store: Store) -> None:
 
 
 def test_enqueue_many_and_aenqueue_take_after(store: Store) -> None:
-    import asyncio
-
     q = store.queue("forms")
     parent = q.enqueue({"n": 0})
     many = q.enqueue_many([{"n": 1}, {"n": 2}], after=[parent], keep_result=30)
@@ -576,6 +576,14 @@ def test_task_options_take_after_on_failure_and_keep_result(store: Store) -> Non
     assert call.after == (first,) and call.on_failure == "run" and call.keep_result == 120
     child = call.enqueue()
     assert state(store, "etl", child) == "waiting"
+    assert [c.job_id for c in enqueued(load)] == [child], "a waiting call is an enqueued one"
+
+    async def from_asyncio() -> int:
+        return await load.options(after=[first, child]).aenqueue()
+
+    later = asyncio.run(from_asyncio())
+    assert state(store, "etl", later) == "waiting"
+    assert store.job_edges(later) == ([first, child], [])
     with pytest.raises(ValueError, match="on_failure"):
         load.options(after=[first], on_failure="sometimes").enqueue()  # type: ignore[arg-type]
 
