@@ -190,7 +190,7 @@ $fn$;
 
 -- The ack of a job with children, parents or a kept result (the plain ack
 -- leaves those): a valid handle's row is marked 'acked', its result kept
--- where needed (`keep_result_s`, or a waiting child still counts it), then
+-- where needed (`keep_result_s`, or a result a waiting child counts on), then
 -- deleted, which settles its children (parent_left). One statement for the
 -- caller, so it is atomic on its own. False when the handle is not valid.
 CREATE FUNCTION __SCHEMA__.ack_flow(job bigint, worker text, token bigint, t bigint, result text) RETURNS boolean
@@ -206,7 +206,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    IF keep IS NOT NULL OR EXISTS (SELECT 1 FROM __SCHEMA__.edges WHERE parent_id = job AND NOT settled) THEN
+    -- A parent acked without a result keeps no row for its children (they
+    -- read None either way), so a fan-in of N parents writes none.
+    IF keep IS NOT NULL
+       OR (result IS NOT NULL AND EXISTS (SELECT 1 FROM __SCHEMA__.edges WHERE parent_id = job AND NOT settled)) THEN
         INSERT INTO __SCHEMA__.results (id, queue, value, finished_at, expires_at)
         VALUES (job, q, result, t, t + keep)
         ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value,

@@ -61,10 +61,13 @@ pub(crate) const ACK_MARK: &str = "UPDATE __alkstore_jobs SET state = 'acked' \
      AND deadline >= unixepoch() + ?4 RETURNING queue, keep_result_s, unixepoch() + ?4";
 
 /// The result `?3` of job `?1` of queue `?2`, acked at `?4`, kept for `?5`
-/// seconds, or while a waiting child still counts the job.
+/// seconds, or while a waiting child still counts the job. A parent acked
+/// without a result keeps no row for its children (they read None either
+/// way), so a fan-in of N parents writes none.
 pub(crate) const KEEP_RESULT: &str = "INSERT INTO __alkstore_results (id, queue, value, finished_at, expires_at) \
      SELECT ?1, ?2, ?3, ?4, ?4 + ?5 \
-     WHERE ?5 IS NOT NULL OR EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
+     WHERE ?5 IS NOT NULL \
+        OR (?3 IS NOT NULL AND EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0)) \
      ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value, \
      finished_at = excluded.finished_at, expires_at = excluded.expires_at";
 
