@@ -17,7 +17,9 @@ ALTER TABLE __SCHEMA__.dead ADD COLUMN has_children boolean NOT NULL DEFAULT fal
 -- `stats` counts a queue's waiting rows; plain jobs are never in this index.
 CREATE INDEX jobs_waiting ON __SCHEMA__.jobs (queue) WHERE state = 'waiting';
 
--- settled: the parent has settled for this child (acked, dead or cancelled).
+-- settled: the parent no longer counts for this child — it was gone when
+-- the child was linked, or it died or was cancelled since. An acked parent's
+-- edges stay false: its id is never live again, so nothing counts them.
 -- Edges stay until the child leaves for good (acked, cancelled, or its dead
 -- row purged): they name its parents for `parent_results` and the dashboard.
 CREATE TABLE __SCHEMA__.edges (
@@ -39,15 +41,20 @@ CREATE TABLE __SCHEMA__.results (
 CREATE INDEX results_expiring ON __SCHEMA__.results (queue, expires_at) WHERE expires_at IS NOT NULL;
 
 -- A parent leaves the live table (or its dead row is purged while a
--- redriven child still counts it). The ack marks its row 'acked' just
--- before deleting it; every other way out is a failure. Each waiting child
--- still counting it: on an ack, or with on_failure 'run', one parent fewer,
--- released to 'pending' (and woken) at zero; on a failure with 'cancel',
--- dead, naming the parent; that child's own deletion fires this function
--- for its children, so the failure runs down the graph in the same
--- transaction. The children are locked in id order first, so two parents
--- settling shared children never deadlock, and two acks of a child's last
--- two parents decrement it one after the other: exactly one releases it.
+-- redriven child still counts it). How it left decides: a move to dead
+-- (fail, retry at budget, exhaustion, expiry, the limited claim's bury)
+-- has written the dead row by the time this runs (the end of its
+-- statement), `cancel` marks the row 'cancelled' first; any other delete is
+-- an ack. Each waiting child still counting it: on an ack, or with
+-- on_failure 'run', one parent fewer, released to 'pending' (and woken) at
+-- zero; on a failure with 'cancel', dead, naming the parent; that child's
+-- own deletion fires this function for its children, so the failure runs
+-- down the graph in the same transaction. A failure marks the edges
+-- settled (a redriven parent's later ack must not count again); an ack
+-- leaves them, its id never being live again. The children are locked in id
+-- order first, so two parents settling shared children never deadlock, and
+-- two acks of a child's last two parents decrement it one after the other:
+-- exactly one releases it. A plain job never gets here (WHEN has_children).
 CREATE FUNCTION __SCHEMA__.parent_left() RETURNS trigger
 LANGUAGE plpgsql
 AS $fn$
@@ -73,10 +80,12 @@ BEGIN
         why := 'parent job ' || OLD.id || ' died: ' || OLD.last_error;
         at := floor(extract(epoch FROM clock_timestamp()))::bigint;
     ELSE
-        ok := OLD.state = 'acked';
         SELECT 'parent job ' || OLD.id || ' died: ' || d.last_error, d.died_at INTO why, at
           FROM __SCHEMA__.dead d WHERE d.id = OLD.id;
-        IF NOT FOUND THEN
+        IF FOUND THEN
+            ok := false;
+        ELSE
+            ok := OLD.state <> 'cancelled';
             why := 'parent job ' || OLD.id || ' was cancelled';
             at := floor(extract(epoch FROM clock_timestamp()))::bigint;
         END IF;
@@ -107,7 +116,9 @@ BEGIN
             why, at, at + dead_retention_s
           FROM moved;
     END IF;
-    UPDATE __SCHEMA__.edges SET settled = true WHERE parent_id = OLD.id AND NOT settled;
+    IF NOT ok THEN
+        UPDATE __SCHEMA__.edges SET settled = true WHERE parent_id = OLD.id AND NOT settled;
+    END IF;
     RETURN NULL;
 END
 $fn$;
@@ -188,31 +199,33 @@ BEGIN
 END
 $fn$;
 
--- The ack of a job with children, parents or a kept result (the plain ack
--- leaves those): a valid handle's row is marked 'acked', its result kept
--- where needed (`keep_result_s`, or a waiting child still counts it), then
--- deleted, which settles its children (parent_left). One statement for the
--- caller, so it is atomic on its own. False when the handle is not valid.
+-- The ack of a job keeping its result (the plain ack leaves those, and
+-- those given a result that may have children): a valid handle's result is
+-- kept where needed (`keep_result_s`, or a result a waiting child counts
+-- on), then its row deleted, which settles its children (parent_left). One
+-- statement for the caller, so it is atomic on its own. False when the
+-- handle is not valid. A parent acked without a result keeps no row for its
+-- children (they read None either way), so a fan-in of N parents writes none.
 CREATE FUNCTION __SCHEMA__.ack_flow(job bigint, worker text, token bigint, t bigint, result text) RETURNS boolean
 LANGUAGE plpgsql
 AS $fn$
 DECLARE
     q text;
-    keep bigint;
 BEGIN
-    UPDATE __SCHEMA__.jobs SET state = 'acked'
+    INSERT INTO __SCHEMA__.results (id, queue, value, finished_at, expires_at)
+    SELECT j.id, j.queue, result, t, t + j.keep_result_s FROM __SCHEMA__.jobs j
+     WHERE j.id = job AND j.state = 'processing' AND j.worker_id = worker AND j.claim_token = token
+       AND j.deadline >= t
+       AND (j.keep_result_s IS NOT NULL OR (result IS NOT NULL
+            AND EXISTS (SELECT 1 FROM __SCHEMA__.edges e WHERE e.parent_id = job AND NOT e.settled)))
+    ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value,
+        finished_at = excluded.finished_at, expires_at = excluded.expires_at;
+    DELETE FROM __SCHEMA__.jobs
      WHERE id = job AND state = 'processing' AND worker_id = worker AND claim_token = token AND deadline >= t
-    RETURNING queue, keep_result_s INTO q, keep;
+    RETURNING queue INTO q;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    IF keep IS NOT NULL OR EXISTS (SELECT 1 FROM __SCHEMA__.edges WHERE parent_id = job AND NOT settled) THEN
-        INSERT INTO __SCHEMA__.results (id, queue, value, finished_at, expires_at)
-        VALUES (job, q, result, t, t + keep)
-        ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value,
-            finished_at = excluded.finished_at, expires_at = excluded.expires_at;
-    END IF;
-    DELETE FROM __SCHEMA__.jobs WHERE id = job;
     -- A slot of a limited queue is free (ADR 0028), as the plain ack says.
     PERFORM pg_notify('__CHANNEL__', q) WHERE EXISTS (SELECT 1 FROM __SCHEMA__.limits l WHERE l.queue = q);
     RETURN true;

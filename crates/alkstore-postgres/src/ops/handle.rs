@@ -19,16 +19,21 @@ use crate::rows::col;
 const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3::text \
                      AND claim_token = $4::bigint AND deadline >= (SELECT t FROM n)";
 
-/// A plain job: no children, no parents, no kept result. The plain ack
-/// deletes only such rows, so it never reads the edges; any other valid
-/// handle goes on to the workflow ack ([`super::workflows`]).
-const PLAIN: &str = "NOT has_children AND parents_left IS NULL AND keep_result_s IS NULL";
+/// A job that does not keep its result: the plain ack deletes only such
+/// rows. A parent's children are settled by migration 0012's trigger, whose
+/// `WHEN has_children` a plain job fails, so a plain ack never reads the
+/// edges; a job keeping its result goes on to the workflow ack
+/// ([`super::workflows`]).
+const PLAIN: &str = "keep_result_s IS NULL";
 
 /// The handle statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
     /// One handle deleted.
     pub(crate) ack_one: String,
+    /// One handle given a result deleted, a plain job's only (no children
+    /// to need the result, no `keep_result`): the result is dropped.
+    pub(crate) ack_drop_result: String,
     /// Many handles deleted from parallel arrays.
     pub(crate) ack_many: String,
     /// Back to pending at `now + $5`.
@@ -49,13 +54,16 @@ impl Sql {
         let into_dead = into_dead(s);
         Sql {
             ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} RETURNING {freed}"),
+            ack_drop_result: format!(
+                "{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} AND NOT has_children RETURNING {freed}"
+            ),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
                 "{NOW} DELETE FROM {s}.jobs j \
                  USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
                    AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) \
-                   AND NOT j.has_children AND j.parents_left IS NULL AND j.keep_result_s IS NULL \
+                   AND j.keep_result_s IS NULL \
                  RETURNING j.id, {freed}"
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
@@ -93,7 +101,7 @@ impl Sql {
 /// each. Returns how many landed.
 pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
     if let [job] = jobs {
-        if ack_plain(cx, job).await? {
+        if ack_plain(cx, &cx.sql.handle.ack_one, job).await? {
             return Ok(1);
         }
         return Ok(usize::from(super::workflows::ack_flow(cx, job, None).await?));
@@ -113,9 +121,10 @@ pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
     Ok(landed)
 }
 
-/// The plain ack of one handle: true when it deleted the row.
-pub(crate) async fn ack_plain(cx: &Ctx<'_>, job: &Claimed) -> Result<bool> {
-    let n = cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
+/// The plain ack of one handle (`sql`: `ack_one`, or `ack_drop_result`):
+/// true when it deleted the row.
+pub(crate) async fn ack_plain(cx: &Ctx<'_>, sql: &str, job: &Claimed) -> Result<bool> {
+    let n = cx.execute(sql, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
     Ok(n > 0)
 }
 

@@ -143,7 +143,7 @@ async fn ids(cx: &Ctx<'_>, sql: &str, id: i64) -> Result<Vec<i64>> {
 impl WorkflowOps for PgEngine {
     fn ack_result(&self, tx: Option<&mut dyn Tx>, job: &Claimed, result: &str) -> Result<bool> {
         self.run(tx, async |cx| {
-            if super::handle::ack_plain(cx, job).await? {
+            if super::handle::ack_plain(cx, &cx.sql.handle.ack_drop_result, job).await? {
                 return Ok(true);
             }
             ack_flow(cx, job, Some(result)).await

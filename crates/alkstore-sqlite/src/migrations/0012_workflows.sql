@@ -21,10 +21,12 @@ ALTER TABLE __alkstore_dead ADD COLUMN on_failure TEXT;
 ALTER TABLE __alkstore_dead ADD COLUMN keep_result_s INTEGER;
 ALTER TABLE __alkstore_dead ADD COLUMN has_children INTEGER NOT NULL DEFAULT 0;
 
--- settled: 1 once the parent has settled for this child (acked, or dead or
--- cancelled); the child's parents_left counts the edges with 0. Edges stay
--- until the child leaves for good (acked, cancelled, or its dead row
--- purged): they name its parents for `parent_results` and the dashboard.
+-- settled: 1 once the parent no longer counts for this child — it was gone
+-- when the child was linked, or it died or was cancelled since. An acked
+-- parent's edges keep 0: its id is never live again, so nothing counts them.
+-- The child's parents_left is its edges with 0 to parents not yet acked.
+-- Edges stay until the child leaves for good (acked, cancelled, or its dead
+-- row purged): they name its parents for `parent_results` and the dashboard.
 CREATE TABLE IF NOT EXISTS __alkstore_edges (
     parent_id INTEGER NOT NULL,
     child_id  INTEGER NOT NULL,
@@ -48,27 +50,46 @@ CREATE TABLE IF NOT EXISTS __alkstore_results (
 CREATE INDEX IF NOT EXISTS __alkstore_results_expiring
     ON __alkstore_results (queue, expires_at) WHERE expires_at IS NOT NULL;
 
--- A parent leaves the live table. The ack marks its row 'acked' just before
--- deleting it; any other way out (a move to dead by fail, retry at budget,
--- exhaustion, expiry; or a cancel) is a failure. Each waiting child still
--- counting this parent: on an ack, or with on_failure 'run', one parent
--- fewer, released to 'pending' at zero; on a failure with 'cancel', dead,
--- naming the parent — and its deletion here fires this trigger for its own
--- children (the engine's connections set recursive_triggers), so the
--- failure runs down the graph in the same transaction. A trigger, so every
--- path that removes a job does this, the claim's exhaustion step included,
--- without a statement of its own. `+state`: the children are found through
--- the parent's edges and read by primary key; a bare `state = 'waiting'`
--- lets the planner walk every waiting row of the store instead (checked in
--- ops/plans.rs).
-CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_left AFTER DELETE ON __alkstore_jobs
-WHEN OLD.has_children = 1
+-- A parent leaves the live table. Settling its children is these two
+-- triggers' job, so every path that removes a job does it — the claim's
+-- exhaustion step included — without a statement of its own, and a plain
+-- job (has_children = 0) never reaches the edges. How the row left decides:
+-- a move to dead (fail, retry at budget, exhaustion, expiry, the limited
+-- claim's bury) writes the dead row first, and `cancel` marks the row
+-- 'cancelled' before deleting it; any other delete is an ack.
+--
+-- Acked: each waiting child still counting this parent counts one fewer,
+-- and the one brought to zero is released to 'pending' (its commit wakes
+-- the waiters, as an enqueue's does). The edges stay as they are: the
+-- parent's id is never live again, so nothing reads them as unsettled.
+-- `+state`: the children are found through the parent's edges and read by
+-- primary key; a bare `state = 'waiting'` lets the planner walk every
+-- waiting row of the store instead (checked in ops/plans.rs).
+CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_acked AFTER DELETE ON __alkstore_jobs
+WHEN OLD.has_children = 1 AND OLD.state <> 'cancelled'
+    AND NOT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = OLD.id)
 BEGIN
     UPDATE __alkstore_jobs
        SET parents_left = parents_left - 1,
            state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND +state = 'waiting' AND (OLD.state = 'acked' OR on_failure = 'run');
+       AND +state = 'waiting';
+END;
+
+-- Dead or cancelled: 'run' children count it as settled; 'cancel' children
+-- go dead naming the parent, and their own deletion fires this trigger for
+-- their children (the engine's connections set recursive_triggers), so the
+-- failure runs down the graph in the same transaction. The edges are marked
+-- settled: a redriven parent's later ack must not count for them again.
+CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_failed AFTER DELETE ON __alkstore_jobs
+WHEN OLD.has_children = 1 AND (OLD.state = 'cancelled'
+    OR EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = OLD.id))
+BEGIN
+    UPDATE __alkstore_jobs
+       SET parents_left = parents_left - 1,
+           state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
+     WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
+       AND +state = 'waiting' AND on_failure = 'run';
     INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
         visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
         worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
@@ -80,13 +101,11 @@ BEGIN
         'parent job ' || OLD.id || coalesce(' died: ' || p.last_error, ' was cancelled'),
         coalesce(p.died_at, unixepoch()), coalesce(p.died_at, unixepoch()) + c.dead_retention_s
       FROM __alkstore_jobs c LEFT JOIN __alkstore_dead p ON p.id = OLD.id
-     WHERE OLD.state <> 'acked'
-       AND c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
+     WHERE c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
        AND +c.state = 'waiting' AND c.on_failure = 'cancel';
     UPDATE __alkstore_edges SET settled = 1 WHERE parent_id = OLD.id AND settled = 0;
     DELETE FROM __alkstore_jobs
-     WHERE OLD.state <> 'acked'
-       AND id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
+     WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
        AND +state = 'waiting' AND on_failure = 'cancel'
        AND EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = __alkstore_jobs.id);
 END;

@@ -214,8 +214,8 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
 #[test]
 fn workflow_plans_seek_by_key() -> Result<()> {
     use super::workflows::{
-        ACK_DELETE, ACK_MARK, CHILDREN, DEAD_PARENT, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS, PARENTS,
-        PARENT_RESULTS, PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS, RESULT,
+        CHILDREN, DEAD_PARENT, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS, PARENTS, PARENT_RESULTS,
+        PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS, RESULT,
     };
     const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1, \
          state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END \
@@ -224,9 +224,10 @@ fn workflow_plans_seek_by_key() -> Result<()> {
     for analyze in [false, true] {
         let conn = populated(analyze)?;
         for sql in [
-            ACK_MARK,
-            ACK_DELETE,
             KEEP_RESULT,
+            super::handle::ACK_ANY,
+            super::handle::ACK_DROP_RESULT,
+            super::cancel::CANCEL_MARK,
             LINK_EDGES,
             LINK_PARENTS,
             LINK_CHILD,
@@ -259,14 +260,12 @@ fn workflow_plans_seek_by_key() -> Result<()> {
 /// The workflow ack's and the link's statements stay compiled across calls.
 #[test]
 fn workflow_statements_are_never_reprepared() -> Result<()> {
-    use super::workflows::{ACK_DELETE, ACK_MARK, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS};
+    use super::workflows::{KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS};
     use rusqlite::types::Value;
     use rusqlite::StatementStatus;
     let conn = populated(false)?;
-    let cases: [(&str, Vec<Value>); 6] = [
-        (ACK_MARK, vec![1.into(), Value::Text("w".into()), 1.into(), 0.into()]),
-        (KEEP_RESULT, vec![1.into(), Value::Text("q".into()), Value::Text("1".into()), 5.into(), 60.into()]),
-        (ACK_DELETE, vec![1.into()]),
+    let cases: [(&str, Vec<Value>); 4] = [
+        (KEEP_RESULT, vec![1.into(), Value::Text("w".into()), 1.into(), 0.into(), Value::Text("1".into())]),
         (LINK_EDGES, vec![3000.into(), Value::Text("[1,2]".into())]),
         (LINK_PARENTS, vec![3000.into()]),
         (LINK_CHILD, vec![3000.into(), Value::Null, Value::Text("cancel".into())]),

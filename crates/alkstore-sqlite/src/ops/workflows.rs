@@ -6,8 +6,8 @@
 //! release at an ack, the failure at a death or a cancel — is migration
 //! 0012's triggers: they fire on every path that removes a row, so no death
 //! path (the claim's exhaustion step among them) needs a statement of its
-//! own. The ack only marks its row 'acked' first, which tells the trigger
-//! it was a success.
+//! own. A delete that is not a move to dead and not a cancel (which marks
+//! its row 'cancelled' first) is an ack.
 
 use alkstore_core::rules::workflows::{highest_parent, never_issued};
 use alkstore_core::{Claimed, JobEdges, JobResult, NewJob, OnFailure, Result, Tx, WorkflowOps};
@@ -53,23 +53,18 @@ pub(crate) const KILL_MOVE: &str = live_to_dead!("?2", "?3", "id = ?1");
 /// The second half of [`KILL_MOVE`].
 pub(crate) const KILL_DELETE: &str = "DELETE FROM __alkstore_jobs WHERE id = ?1";
 
-/// The ack of a job the plain ack leaves alone (it has children, parents or
-/// a kept result): a valid handle's row is marked 'acked' (`?1`–`?4` as the
-/// handle ops' predicate), returning its queue, keep_result_s and now.
-pub(crate) const ACK_MARK: &str = "UPDATE __alkstore_jobs SET state = 'acked' \
-     WHERE id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_token = ?3 \
-     AND deadline >= unixepoch() + ?4 RETURNING queue, keep_result_s, unixepoch() + ?4";
-
-/// The result `?3` of job `?1` of queue `?2`, acked at `?4`, kept for `?5`
-/// seconds, or while a waiting child still counts the job.
+/// The result `?5` of a valid handle's job (`?1`–`?4` as the handle ops'
+/// predicate), kept for its `keep_result_s`, or while a waiting child
+/// counts the job. A parent acked without a result keeps no row for its
+/// children (they read None either way), so a fan-in of N parents writes none.
 pub(crate) const KEEP_RESULT: &str = "INSERT INTO __alkstore_results (id, queue, value, finished_at, expires_at) \
-     SELECT ?1, ?2, ?3, ?4, ?4 + ?5 \
-     WHERE ?5 IS NOT NULL OR EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
+     SELECT id, queue, ?5, unixepoch() + ?4, unixepoch() + ?4 + keep_result_s FROM __alkstore_jobs \
+     WHERE id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_token = ?3 \
+       AND deadline >= unixepoch() + ?4 \
+       AND (keep_result_s IS NOT NULL OR (?5 IS NOT NULL AND EXISTS \
+         (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0))) \
      ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value, \
      finished_at = excluded.finished_at, expires_at = excluded.expires_at";
-
-/// The marked row leaves; the triggers settle its children.
-pub(crate) const ACK_DELETE: &str = "DELETE FROM __alkstore_jobs WHERE id = ?1 AND state = 'acked'";
 
 /// A redriven child's edges, `?1` the moved ids (JSON): a parent still live
 /// or dead is unsettled again (the child waits for its ack), an acked one
@@ -147,9 +142,10 @@ pub(crate) fn link(conn: &Connection, offset: i64, id: i64, job: &NewJob) -> Res
     Ok(())
 }
 
-/// The ack of a valid handle whose row has children, parents or a kept
-/// result, keeping `result` where it is needed; false when the handle is
-/// not valid. Inside the caller's transaction or the ack's own.
+/// The ack of a valid handle keeping its result where it is needed
+/// ([`KEEP_RESULT`]), then the row's delete (the triggers settle its
+/// children); false when the handle is not valid. Inside the caller's
+/// transaction or the ack's own.
 pub(crate) fn ack_flow(
     conn: &Connection,
     scope: Scope,
@@ -158,19 +154,12 @@ pub(crate) fn ack_flow(
     result: Option<&str>,
 ) -> Result<bool> {
     atomic(conn, scope, |c| {
-        let marked: Option<(String, Option<i64>, i64)> = c
-            .prepare_cached(ACK_MARK)
-            .and_then(|mut s| {
-                s.query_row(params![job.id, job.worker_id, job.claim_token, offset], |r| {
-                    Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-                })
-                .optional()
-            })
+        let p = params![job.id, job.worker_id, job.claim_token, offset];
+        c.prepare_cached(KEEP_RESULT)
+            .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, result]))
             .db()?;
-        let Some((queue, keep, now)) = marked else { return Ok(false) };
-        c.prepare_cached(KEEP_RESULT).and_then(|mut s| s.execute(params![job.id, queue, result, now, keep])).db()?;
-        c.prepare_cached(ACK_DELETE).and_then(|mut s| s.execute([job.id])).db()?;
-        Ok(true)
+        let n = c.prepare_cached(super::handle::ACK_ANY).and_then(|mut s| s.execute(p)).db()?;
+        Ok(n == 1)
     })
 }
 
@@ -225,7 +214,7 @@ impl WorkflowOps for SqliteEngine {
     fn ack_result(&self, tx: Option<&mut dyn Tx>, job: &Claimed, result: &str) -> Result<bool> {
         let offset = self.offset();
         self.write(tx, |c, scope| {
-            if super::handle::ack_plain(c, offset, job)? {
+            if super::handle::ack_plain(c, super::handle::ACK_DROP_RESULT, offset, job)? {
                 return Ok(true);
             }
             ack_flow(c, scope, offset, job, Some(result))
