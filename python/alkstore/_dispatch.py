@@ -442,7 +442,7 @@ class Run:
         transaction, the claim of the next job from the next queue in turn
         (one commit per job instead of two, ADR 0022)."""
 
-        def ack(job: JobHandle, result: object) -> bool | None:
+        def ack(job: JobHandle, result: Any) -> bool | None:
             if self.halt.stopped or job.cancel_requested:
                 return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
             h = self._handlers[next(self._turn) % len(self._handlers)]
