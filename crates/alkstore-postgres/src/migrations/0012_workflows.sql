@@ -90,7 +90,9 @@ BEGIN
             at := floor(extract(epoch FROM clock_timestamp()))::bigint;
         END IF;
     END IF;
-    PERFORM 1 FROM __SCHEMA__.jobs WHERE id = ANY(kids) AND state = 'waiting' ORDER BY id FOR UPDATE;
+    IF cardinality(kids) > 1 THEN
+        PERFORM 1 FROM __SCHEMA__.jobs WHERE id = ANY(kids) AND state = 'waiting' ORDER BY id FOR UPDATE;
+    END IF;
     WITH r AS (
         UPDATE __SCHEMA__.jobs
            SET parents_left = parents_left - 1,
