@@ -201,6 +201,20 @@ BEGIN
 END
 $fn$;
 
+-- `link` for each of `children` (jobs of one enqueue with the same parents
+-- and options), in one call: a fan-out enqueue is one round trip per batch.
+CREATE FUNCTION __SCHEMA__.link_all(children bigint[], after bigint[], mode text, keep bigint, t bigint) RETURNS void
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    c bigint;
+BEGIN
+    FOREACH c IN ARRAY children LOOP
+        PERFORM __SCHEMA__.link(c, after, mode, keep, t);
+    END LOOP;
+END
+$fn$;
+
 -- The ack of a job keeping its result (the plain ack leaves those, and
 -- those given a result that may have children): a valid handle's result is
 -- kept where needed (`keep_result_s`, or a result a waiting child counts
