@@ -31,8 +31,26 @@ DSN = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.
 PAYLOAD = {"to": "alice@example.com", "n": 1}
 
 
-def where(engine: str) -> str:
-    return os.path.join(tempfile.mkdtemp(prefix="bench-wf-"), "q.db") if engine == "sqlite" else DSN
+#: Postgres schemas this run made (each store its own, never the default
+#: schema another build may be using), dropped at the end.
+SCHEMAS: list[str] = []
+
+
+def open_store(engine: str) -> alkstore.Store:
+    if engine == "sqlite":
+        return alkstore.open(os.path.join(tempfile.mkdtemp(prefix="bench-wf-"), "q.db"))
+    SCHEMAS.append(f"bench_wf_{uuid.uuid4().hex[:8]}")
+    return alkstore.open(DSN, schema=SCHEMAS[-1])
+
+
+def drop_schemas() -> None:
+    if not SCHEMAS:
+        return
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as pg:
+        for schema in SCHEMAS:
+            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def name(what: str) -> str:
@@ -58,7 +76,7 @@ def timed_ack(q: alkstore.Queue) -> float:
 def fan_in_acks(engine: str, n: int) -> tuple[float, float]:
     """The mean ack of a plain job and of a parent of one child of `n`
     parents, taken in turn from one store so both see the same load."""
-    with alkstore.open(where(engine)) as store:
+    with open_store(engine) as store:
         plain, parents, children = (
             store.queue(name("plain")),
             store.queue(name("parents")),
@@ -83,7 +101,7 @@ def fan_in_acks(engine: str, n: int) -> tuple[float, float]:
 
 
 def fan_out_release(engine: str, n: int) -> float:
-    with alkstore.open(where(engine)) as store:
+    with open_store(engine) as store:
         parents, children = store.queue(name("parent")), store.queue(name("children"))
         parent = parents.enqueue(PAYLOAD)
         for i in range(0, n, 1000):
@@ -145,4 +163,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_schemas()
