@@ -4,9 +4,10 @@
 
 Per engine and round:
 
-- **fan-in**: N parents and one child enqueued ``after`` all of them; each
-  parent is claimed and acked one at a time, and only the ``ack`` call is
-  timed. The same N plain jobs drained the same way give the plain ack.
+- **fan-in**: N parents and one child enqueued ``after`` all of them, and N
+  plain jobs, in one store; a plain job and a parent are claimed and acked in
+  turn, one at a time, and only the ``ack`` calls are timed (so both see the
+  same load).
   Reported: the mean per-parent ack against the mean plain ack (goal <= 1.2x),
   and that the child was released exactly by the last ack.
 - **fan-out**: one parent with N children (``enqueue_many(after=[parent])``);
@@ -30,8 +31,26 @@ DSN = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.
 PAYLOAD = {"to": "alice@example.com", "n": 1}
 
 
-def where(engine: str) -> str:
-    return os.path.join(tempfile.mkdtemp(prefix="bench-wf-"), "q.db") if engine == "sqlite" else DSN
+#: Postgres schemas this run made (each store its own, never the default
+#: schema another build may be using), dropped at the end.
+SCHEMAS: list[str] = []
+
+
+def open_store(engine: str) -> alkstore.Store:
+    if engine == "sqlite":
+        return alkstore.open(os.path.join(tempfile.mkdtemp(prefix="bench-wf-"), "q.db"))
+    SCHEMAS.append(f"bench_wf_{uuid.uuid4().hex[:8]}")
+    return alkstore.open(DSN, schema=SCHEMAS[-1])
+
+
+def drop_schemas() -> None:
+    if not SCHEMAS:
+        return
+    import psycopg
+
+    with psycopg.connect(DSN, autocommit=True) as pg:
+        for schema in SCHEMAS:
+            pg.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def name(what: str) -> str:
@@ -45,45 +64,44 @@ def enqueue(q: alkstore.Queue, n: int) -> list[int]:
     return ids
 
 
-def drain_acks(q: alkstore.Queue, n: int) -> float:
-    """Claims and acks `n` jobs one by one; the mean seconds of one ack call."""
-    spent = 0.0
-    for _ in range(n):
-        job = q.claim("w")
-        assert job is not None
-        t = time.perf_counter()
-        assert job.ack()
-        spent += time.perf_counter() - t
-    return spent / n
+def timed_ack(q: alkstore.Queue) -> float:
+    """Claims one job of `q` and acks it; the seconds of the ack call."""
+    job = q.claim("w")
+    assert job is not None
+    t = time.perf_counter()
+    assert job.ack()
+    return time.perf_counter() - t
 
 
-def plain_ack(engine: str, n: int) -> float:
-    with alkstore.open(where(engine)) as store:
-        q = store.queue(name("plain"))
-        enqueue(q, n)
-        return drain_acks(q, n)
-
-
-def fan_in_ack(engine: str, n: int) -> float:
-    with alkstore.open(where(engine)) as store:
-        parents, children = store.queue(name("parents")), store.queue(name("child"))
+def fan_in_acks(engine: str, n: int) -> tuple[float, float]:
+    """The mean ack of a plain job and of a parent of one child of `n`
+    parents, taken in turn from one store so both see the same load."""
+    with open_store(engine) as store:
+        plain, parents, children = (
+            store.queue(name("plain")),
+            store.queue(name("parents")),
+            store.queue(name("child")),
+        )
+        enqueue(plain, n)
         ids = enqueue(parents, n)
         child = children.enqueue(PAYLOAD, after=ids)
         assert children.stats().waiting == 1
-        # Every parent but the last: the child keeps waiting.
-        mean = drain_acks(parents, n - 1)
-        assert children.stats().waiting == 1
-        mean = (mean * (n - 1) + drain_acks(parents, 1)) / n
+        plain_s = parent_s = 0.0
+        for i in range(n):
+            plain_s += timed_ack(plain)
+            parent_s += timed_ack(parents)
+            if i == n - 2:
+                assert children.stats().waiting == 1, "released before the last parent"
         st = children.stats()
         assert (st.waiting, st.pending) == (0, 1), st
         job = children.claim("w")
         assert job is not None and job.id == child
         job.ack()
-        return mean
+        return plain_s / n, parent_s / n
 
 
 def fan_out_release(engine: str, n: int) -> float:
-    with alkstore.open(where(engine)) as store:
+    with open_store(engine) as store:
         parents, children = store.queue(name("parent")), store.queue(name("children"))
         parent = parents.enqueue(PAYLOAD)
         for i in range(0, n, 1000):
@@ -110,16 +128,15 @@ def main() -> None:
     for engine in args.engines.split(","):
         ratios, fan_ins, plains, releases = [], [], [], []
         for r in range(args.rounds):
-            plain = plain_ack(engine, args.n)
-            fan_in = fan_in_ack(engine, args.n)
+            plain, fan_in_ack = fan_in_acks(engine, args.n)
             release = fan_out_release(engine, args.n)
-            ratios.append(fan_in / plain)
-            fan_ins.append(fan_in)
+            ratios.append(fan_in_ack / plain)
+            fan_ins.append(fan_in_ack)
             plains.append(plain)
             releases.append(release)
             print(
                 f"{engine} round {r + 1}: plain ack {plain * 1e6:7.1f} us, fan-in parent ack "
-                f"{fan_in * 1e6:7.1f} us ({fan_in / plain:.2f}x), fan-out release of {args.n} "
+                f"{fan_in_ack * 1e6:7.1f} us ({fan_in_ack / plain:.2f}x), fan-out release of {args.n} "
                 f"{release * 1e3:8.1f} ms",
                 flush=True,
             )
@@ -133,13 +150,20 @@ def main() -> None:
             )
         )
     print()
-    print(f"| engine | plain ack | parent ack, child of {args.n} parents | ratio (goal <= 1.2x) "
-          f"| release of {args.n} children |")
+    print(
+        f"| engine | plain ack | parent ack, child of {args.n} parents | ratio (goal <= 1.2x) "
+        f"| release of {args.n} children |"
+    )
     print("| --- | --- | --- | --- | --- |")
     for engine, plain, fan_in, ratio, release in rows:
-        print(f"| {engine} | {plain:.1f} us | {fan_in:.1f} us | {ratio:.2f}x | {release:.1f} ms "
-              f"({release * 1e3 / args.n:.1f} us per child) |")
+        print(
+            f"| {engine} | {plain:.1f} us | {fan_in:.1f} us | {ratio:.2f}x | {release:.1f} ms "
+            f"({release * 1e3 / args.n:.1f} us per child) |"
+        )
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        drop_schemas()

@@ -22,7 +22,7 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     results_are_kept_for_keep_result_or_while_a_child_needs_them, parent_results_name_every_parent,
     a_dead_jobs_result_has_its_error, requeue_dead_child_waits_for_parents_not_acked, job_edges_list_parents_and_children,
     a_plain_ack_of_a_batch_with_workflow_jobs_settles_each, a_parent_expired_without_retention_still_kills,
-    cancelling_a_processing_parent_kills_its_children,
+    cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -388,5 +388,30 @@ pub fn cancelling_a_processing_parent_kills_its_children<H: Harness>(db: &Db<H>)
     assert_eq!(db.store.ack(None, &[&h])?, 0, "the holder's ack finds the row gone");
     assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} was cancelled").as_str()));
     assert_eq!(state(db, "c", r)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn one_enqueue_many_links_each_job_to_its_own_parents<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let kept = NewJob { keep_result_s: Some(60), ..job("kept") };
+    let jobs = [
+        child("a1", &[a], OnFailure::Cancel),
+        child("a2", &[a], OnFailure::Cancel),
+        job("plain"),
+        child("b1", &[b], OnFailure::Run),
+        child("ab", &[a, b], OnFailure::Cancel),
+        kept,
+    ];
+    let ids = db.store.enqueue(None, "c", &opts(), &jobs)?;
+    let states: Vec<_> = ids.iter().map(|id| state(db, "c", *id)).collect::<TestResult<_>>()?;
+    let (w, p) = (Some(JobState::Waiting), Some(JobState::Pending));
+    assert_eq!(states, vec![w, w, p, w, w, p]);
+    assert_eq!(db.store.job_edges(a)?.children, vec![ids[0], ids[1], ids[4]]);
+    assert_eq!(db.store.job_edges(b)?.children, vec![ids[3], ids[4]]);
+    let ha = db.take("p", "w")?;
+    assert!(db.store.fail(None, &ha, "x")?);
+    let states: Vec<_> = ids.iter().map(|id| state(db, "c", *id)).collect::<TestResult<_>>()?;
+    assert_eq!(states, vec![Some(JobState::Dead), Some(JobState::Dead), p, w, Some(JobState::Dead), p]);
     Ok(())
 }

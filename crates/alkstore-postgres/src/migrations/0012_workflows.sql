@@ -90,7 +90,9 @@ BEGIN
             at := floor(extract(epoch FROM clock_timestamp()))::bigint;
         END IF;
     END IF;
-    PERFORM 1 FROM __SCHEMA__.jobs WHERE id = ANY(kids) AND state = 'waiting' ORDER BY id FOR UPDATE;
+    IF cardinality(kids) > 1 THEN
+        PERFORM 1 FROM __SCHEMA__.jobs WHERE id = ANY(kids) AND state = 'waiting' ORDER BY id FOR UPDATE;
+    END IF;
     WITH r AS (
         UPDATE __SCHEMA__.jobs
            SET parents_left = parents_left - 1,
@@ -196,6 +198,20 @@ BEGIN
               FROM moved;
         END IF;
     END IF;
+END
+$fn$;
+
+-- `link` for each of `children` (jobs of one enqueue with the same parents
+-- and options), in one call: a fan-out enqueue is one round trip per batch.
+CREATE FUNCTION __SCHEMA__.link_all(children bigint[], after bigint[], mode text, keep bigint, t bigint) RETURNS void
+LANGUAGE plpgsql
+AS $fn$
+DECLARE
+    c bigint;
+BEGIN
+    FOREACH c IN ARRAY children LOOP
+        PERFORM __SCHEMA__.link(c, after, mode, keep, t);
+    END LOOP;
 END
 $fn$;
 

@@ -191,9 +191,7 @@ async fn enqueue_flow(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJo
     super::workflows::check_issued(cx, jobs).await?;
     let ids = enqueue(cx, queue, opts, jobs).await?;
     let now = crate::conn::now(cx).await?;
-    for (id, job) in ids.iter().zip(jobs).filter(|(_, j)| j.in_workflow()) {
-        super::workflows::link(cx, *id, job, now).await?;
-    }
+    super::workflows::link(cx, &ids, jobs, now).await?;
     Ok(ids)
 }
 

@@ -23,7 +23,7 @@ use crate::rows::col;
 pub(crate) struct Sql {
     /// The highest id the identity has handed out (0 before the first).
     pub(crate) issued: String,
-    /// `link(child, after, on_failure, keep_result_s, now)`.
+    /// `link_all(children, after, on_failure, keep_result_s, now)`.
     pub(crate) link: String,
     /// `ack_flow(id, worker, token, now, result)`: true when it landed.
     pub(crate) ack_flow: String,
@@ -50,7 +50,7 @@ impl Sql {
     pub(crate) fn new(s: &str) -> Self {
         Sql {
             issued: format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.jobs_id_seq"),
-            link: format!("SELECT {s}.link($1::bigint, $2::bigint[], $3::text, $4::bigint, $5::bigint)"),
+            link: format!("SELECT {s}.link_all($1::bigint[], $2::bigint[], $3::text, $4::bigint, $5::bigint)"),
             ack_flow: format!(
                 "{NOW} SELECT {s}.ack_flow($2::bigint, $3::text, $4::bigint, (SELECT t FROM n), $5::text)"
             ),
@@ -100,12 +100,26 @@ pub(crate) async fn check_issued(cx: &Ctx<'_>, jobs: &[NewJob]) -> Result<()> {
     Ok(())
 }
 
-/// Links the just-inserted `id` to its parents and stamps its workflow
-/// columns (inside the enqueue's transaction), at the clock `now`.
-pub(crate) async fn link(cx: &Ctx<'_>, id: i64, job: &NewJob, now: i64) -> Result<()> {
-    let (after, mode) =
-        if job.after.is_empty() { (None, None) } else { (Some(&job.after), Some(job.on_failure.as_str())) };
-    cx.query(&cx.sql.workflows.link, &[&id, &after, &mode, &job.keep_result_s, &now]).await?;
+/// Links the just-inserted `ids` (of `jobs`, in order) to their parents and
+/// stamps their workflow columns (inside the enqueue's transaction), at the
+/// clock `now`: one call per run of jobs with the same parents and options.
+pub(crate) async fn link(cx: &Ctx<'_>, ids: &[i64], jobs: &[NewJob], now: i64) -> Result<()> {
+    let key = |j: &NewJob| (j.after.clone(), j.on_failure, j.keep_result_s);
+    let mut i = 0;
+    while i < jobs.len() {
+        if !jobs[i].in_workflow() {
+            i += 1;
+            continue;
+        }
+        let k = key(&jobs[i]);
+        let run = jobs[i..].iter().take_while(|j| j.in_workflow() && key(j) == k).count();
+        let children = ids[i..i + run].to_vec();
+        let job = &jobs[i];
+        let (after, mode) =
+            if job.after.is_empty() { (None, None) } else { (Some(&job.after), Some(job.on_failure.as_str())) };
+        cx.query(&cx.sql.workflows.link, &[&children, &after, &mode, &job.keep_result_s, &now]).await?;
+        i += run;
+    }
     Ok(())
 }
 
