@@ -42,6 +42,7 @@ UNDO: dict[int, dict[str, list[str]]] = {
             "DROP FUNCTION __alkstore_parent_left() CASCADE",
             "DROP FUNCTION __alkstore_child_left() CASCADE",
             "DROP FUNCTION __alkstore_link",
+            "DROP FUNCTION __alkstore_link_all",
             "DROP FUNCTION __alkstore_ack_flow",
             "DROP INDEX __alkstore_jobs_waiting",
             "DROP TABLE __alkstore_edges",
