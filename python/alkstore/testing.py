@@ -58,7 +58,9 @@ class Call:
 def drain(tasks: Tasks, queue: str | None = None) -> DrainResult:
     """Runs every ready job of the registry's queues (or of ``queue``) in the
     calling thread, until none is ready, jobs the tasks enqueue included, and
-    counts the outcomes. Outcomes land as a worker's do: a failure is retried
+    counts the outcomes. Outcomes land as a worker's do: a return acks with
+    the value as the job's result (a job waiting for it is released and runs
+    here too), a failure is retried
     on the curve (run again here only if it is ready again at once), ``Fail``
     dead-letters, ``Snooze`` puts the job off. ``async def`` tasks run on an
     event loop of this call's own, so call ``drain`` outside a running loop.
