@@ -12,9 +12,48 @@ from collections.abc import Sequence
 
 from tests.conftest import Target, pg_admin_connect
 
+#: The columns migration 0012 (workflows) added to the live and dead tables.
+_WORKFLOW_COLUMNS = ("parents_left", "on_failure", "keep_result_s", "has_children")
+_WORKFLOW_TRIGGERS = (
+    "jobs_parent_acked",
+    "jobs_parent_failed",
+    "dead_parent_left",
+    "jobs_child_left",
+    "dead_child_left",
+)
+
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    12: {
+        "sqlite": [
+            *(f"DROP TRIGGER __alkstore_{t}" for t in _WORKFLOW_TRIGGERS),
+            "DROP INDEX __alkstore_jobs_waiting",
+            "DROP TABLE __alkstore_edges",
+            "DROP TABLE __alkstore_results",
+            *(
+                f"ALTER TABLE __alkstore_{t} DROP COLUMN {c}"
+                for t in ("jobs", "dead")
+                for c in _WORKFLOW_COLUMNS
+            ),
+        ],
+        "postgres": [
+            # CASCADE takes the triggers that call them; enqueue is 0004's (its 0012 form).
+            "DROP FUNCTION __alkstore_parent_left() CASCADE",
+            "DROP FUNCTION __alkstore_child_left() CASCADE",
+            "DROP FUNCTION __alkstore_link",
+            "DROP FUNCTION __alkstore_link_all",
+            "DROP FUNCTION __alkstore_ack_flow",
+            "DROP INDEX __alkstore_jobs_waiting",
+            "DROP TABLE __alkstore_edges",
+            "DROP TABLE __alkstore_results",
+            *(
+                f"ALTER TABLE __alkstore_{t} DROP COLUMN {c}"
+                for t in ("jobs", "dead")
+                for c in _WORKFLOW_COLUMNS
+            ),
+        ],
+    },
     11: {"sqlite": [], "postgres": ["ALTER TABLE __alkstore_jobs DROP COLUMN slot"]},
     10: {
         engine: [

@@ -82,6 +82,7 @@ def test_stats_lists_every_queue_with_its_counts(target: Target, store: Store) -
     header = [
         "QUEUE",
         "PENDING",
+        "WAITING",
         "SCHEDULED",
         "PROCESSING",
         "DEAD",
@@ -92,7 +93,7 @@ def test_stats_lists_every_queue_with_its_counts(target: Target, store: Store) -
         "LIMITS",
     ]
     assert lines[0].split() == header
-    assert lines[1].split() == ["emails", "3", "0", "0", "0", lines[1].split()[-3], "no", "-"]
+    assert lines[1].split() == ["emails", "3", "0", "0", "0", "0", lines[1].split()[-3], "no", "-"]
     assert all(r["paused"] is False for r in rows)
     assert len(lines) == 4
 

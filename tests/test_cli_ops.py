@@ -115,6 +115,7 @@ def test_a_queue_with_no_jobs_can_be_paused_and_is_listed(target: Target, store:
         {
             "queue": "later",
             "pending": 0,
+            "waiting": 0,
             "scheduled": 0,
             "processing": 0,
             "dead": 0,

@@ -312,9 +312,9 @@ def test_every_page_opens_and_shows_the_store(dash: Dashboard, store: alkstore.S
 
         dash.open("/")
         assert dash.driver.find_element(By.TAG_NAME, "h1").text == "Queues"
-        # name, pending, scheduled, processing, dead, …, state
-        assert dash.cells("queues", "emails")[1:5] == ["6", "2", "1", "3"]
-        assert dash.cells("queues", "reports")[1:5] == ["2", "1", "0", "0"]
+        # name, pending, waiting, scheduled, processing, dead, …, state
+        assert dash.cells("queues", "emails")[1:6] == ["6", "0", "2", "1", "3"]
+        assert dash.cells("queues", "reports")[1:6] == ["2", "0", "1", "0", "0"]
         assert dash.cells("queues", "reports")[-1] == "paused"
         assert dash.cells("queues", "webhooks")[-1] == "running"
         # The chart: 60 minutes, a bar every third one from populate's earlier rounds.
@@ -323,7 +323,7 @@ def test_every_page_opens_and_shows_the_store(dash: Dashboard, store: alkstore.S
         assert len(counts) == 60 and sum(counts) == 487 and sum(1 for n in counts if n) == 20, counts
         tall = max(bars, key=lambda b: int(str(b.get_attribute("data-count"))))
         assert tall.size["height"] > 100, "the busiest minute fills the chart's height"
-        assert dash.cells("queues", "emails")[6] == "347", "completed in the hour"
+        assert dash.cells("queues", "emails")[7] == "347", "completed in the hour"
         # The stylesheet applied, from the package.
         header = dash.driver.find_element(By.TAG_NAME, "header")
         assert header.value_of_css_property("background-color") == "rgba(31, 41, 51, 1)"
@@ -332,7 +332,7 @@ def test_every_page_opens_and_shows_the_store(dash: Dashboard, store: alkstore.S
 
         dash.follow("emails")
         assert dash.driver.find_element(By.CSS_SELECTOR, "p.counts").text == (
-            "pending 6 · scheduled 2 · processing 1 · dead 3"
+            "pending 6 · waiting 0 · scheduled 2 · processing 1 · dead 3"
         )
         live = dash.driver.find_elements(By.CSS_SELECTOR, "table#jobs tbody tr")
         assert len(live) == 9 and "mailer-2" in dash.text()
@@ -445,6 +445,38 @@ def test_pause_then_resume_a_queue(dash: Dashboard, store: alkstore.Store) -> No
     assert not q.is_paused()
     dash.follow("Queues")
     assert dash.cells("queues", "reports")[-1] == "running"
+
+
+def test_a_workflow_job_links_its_parents_and_children(
+    dash: Dashboard, store: alkstore.Store, target: Target
+) -> None:
+    """SPEC §25: the page of a waiting job links the jobs it waits for, each of
+    those links back, and a finished job with a kept result shows it."""
+    extract = store.queue("extract")
+    parts = extract.enqueue_many([{"table": t} for t in ("orders", "refunds", "payouts")])
+    report = store.queue("report").enqueue({"kind": "weekly"}, after=parts, keep_result=3600)
+    first = extract.claim("etl-1")
+    assert first is not None and first.id == parts[0] and first.ack(result={"rows": 120})
+
+    dash.open("/")
+    assert dash.cells("queues", "report")[1:3] == ["0", "1"], "pending 0, waiting 1"
+    dash.open(f"/job?queue=report&id={report}")
+    assert dash.driver.find_element(By.TAG_NAME, "h1").text == f"Job {report} waiting"
+    shown = dash.driver.find_element(By.ID, "parents").find_elements(By.TAG_NAME, "a")
+    assert [a.text for a in shown] == [str(p) for p in parts]
+    dash.assert_local()
+    dash.screenshot(target, "workflow")
+
+    dash.follow(str(parts[1]))
+    assert dash.driver.find_element(By.TAG_NAME, "h1").text == f"Job {parts[1]} pending"
+    assert "extract" in dash.text(), "found in its own queue from the id alone"
+    assert [a.text for a in dash.driver.find_element(By.ID, "children").find_elements(By.TAG_NAME, "a")] == [
+        str(report)
+    ]
+    dash.follow(str(report))
+    dash.open(f"/job?id={parts[0]}")
+    assert dash.driver.find_element(By.TAG_NAME, "h1").text == f"Job {parts[0]} done"
+    assert '"rows": 120' in dash.driver.find_element(By.ID, "result").text
 
 
 def test_cancel_a_live_job_from_its_page_and_from_the_list(dash: Dashboard, store: alkstore.Store) -> None:

@@ -35,7 +35,7 @@ USES_POSTGRES = re.compile(r"\bDATABASE_URL\b")  # not ALKSTORE_TEST_DATABASE_UR
 #: Pages that explain a mechanism and must show it in runnable Python.
 MECHANISM_PAGES = [
     "queues.md", "transactions.md", "waiting.md", "outbox.md", "scheduler.md",
-    "streams.md", "locks.md", "workers.md", "cli.md", "state_machine.md", "tasks.md",
+    "streams.md", "locks.md", "workers.md", "cli.md", "state_machine.md", "tasks.md", "workflows.md",
 ]  # fmt: skip
 
 

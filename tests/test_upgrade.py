@@ -64,7 +64,7 @@ def test_a_sqlite_store_of_the_previous_main_upgrades_and_keeps_everything(tmp_p
     with alkstore.open(str(path)) as store:
         check_upgraded(store)
     target = Target("sqlite", str(path), None)
-    assert version(target) == "10"
+    assert version(target) == "12"
 
 
 def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -> None:
@@ -76,7 +76,7 @@ def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -
             pg.execute(dump.replace("upgrade_fixture", schema).encode())
         with alkstore.open(PG_URL, schema=schema) as store:
             check_upgraded(store)
-        assert version(Target("postgres", PG_URL, schema)) == "11"
+        assert version(Target("postgres", PG_URL, schema)) == "12"
     finally:
         drop_schema(schema)
 
@@ -104,9 +104,15 @@ def check_upgraded(store: alkstore.Store) -> None:
     q.pause()
     assert q.claim("w2") is None and q.stats().paused
     q.resume()
+    # An old job can be a parent (migration 0012): its ack releases the child.
+    child = store.queue("after-old").enqueue({}, after=[live["b@x"].id])
+    assert store.queue("after-old").stats().waiting == 1
     claimed = q.claim("w2")
     assert claimed is not None and claimed.payload == {"to": "b@x"}, "priority 5 first"
-    assert claimed.ack()
+    assert claimed.ack(result={"sent": True})
+    released = store.queue("after-old").claim("w2")
+    assert released is not None and released.id == child
+    assert released.parent_results()[live["b@x"].id] == {"sent": True}
     assert [(c.queue, c.count) for c in store.completions()] == [("emails", 1)]
     # The fixture's lease on "held@x" ended long ago with its one attempt spent:
     # that claim's exhaustion step moved it to dead letters.

@@ -17,7 +17,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use alkstore_core::{redact_url, Claimed, Engine, NewJob, QueueOpts, ReadyAt};
+use alkstore_core::{redact_url, Claimed, Engine, NewJob, QueueOpts};
 use alkstore_postgres::PgOptions;
 use alkstore_sqlite::SqliteOptions;
 use criterion::{black_box, Criterion, Throughput};
@@ -49,17 +49,7 @@ impl Rig {
         let opts = QueueOpts::default();
         while self.level < self.target {
             let n = FILL_BATCH.min(self.target - self.level);
-            let jobs: Vec<NewJob> = (0..n)
-                .map(|_| NewJob {
-                    payload: PAYLOAD.to_owned(),
-                    ready: ReadyAt::Now,
-                    priority: 0,
-                    max_attempts: None,
-                    expires_s: None,
-                    unique_key: None,
-                    group: None,
-                })
-                .collect();
+            let jobs: Vec<NewJob> = (0..n).map(|_| NewJob::of(PAYLOAD)).collect();
             let ids = self.engine.enqueue(None, &self.queue, &opts, &jobs).expect("enqueue while filling");
             assert_eq!(ids.len(), n, "enqueue returned {} ids for {n} jobs", ids.len());
             self.level += n;

@@ -4,7 +4,7 @@ import os
 from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Self, TypeAlias, final
+from typing import Any, Literal, Self, TypeAlias, final
 
 from alkstore._outbox import Outbox
 
@@ -20,6 +20,7 @@ __all__ = [
     "Queue",
     "QueueLimits",
     "QueueStats",
+    "Result",
     "Schedule",
     "StopToken",
     "Store",
@@ -78,6 +79,8 @@ class Store:
         dead_letter_retention_s: _Seconds | None = None,
     ) -> Queue: ...
     def queues(self) -> list[str]: ...
+    def result(self, job_id: int) -> Result | None: ...
+    def job_edges(self, job_id: int) -> tuple[list[int], list[int]]: ...
     def outbox(
         self,
         name: str,
@@ -152,6 +155,9 @@ class Queue:
         expires: _Duration | None = None,
         unique_key: str | None = None,
         group: str | None = None,
+        after: Iterable[int] | None = None,
+        on_failure: Literal["cancel", "run"] = "cancel",
+        keep_result: _Duration | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> int: ...
@@ -166,6 +172,9 @@ class Queue:
         expires: _Duration | None = None,
         unique_key: str | Iterable[str | None] | None = None,
         group: str | Iterable[str | None] | None = None,
+        after: Iterable[int] | None = None,
+        on_failure: Literal["cancel", "run"] = "cancel",
+        keep_result: _Duration | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> list[int]: ...
@@ -180,6 +189,9 @@ class Queue:
         expires: _Duration | None = None,
         unique_key: str | None = None,
         group: str | None = None,
+        after: Iterable[int] | None = None,
+        on_failure: Literal["cancel", "run"] = "cancel",
+        keep_result: _Duration | None = None,
         conn: object | None = None,
     ) -> Awaitable[int]: ...
     def aenqueue_many(
@@ -193,6 +205,9 @@ class Queue:
         expires: _Duration | None = None,
         unique_key: str | Iterable[str | None] | None = None,
         group: str | Iterable[str | None] | None = None,
+        after: Iterable[int] | None = None,
+        on_failure: Literal["cancel", "run"] = "cancel",
+        keep_result: _Duration | None = None,
         conn: object | None = None,
     ) -> Awaitable[list[int]]: ...
     def claim(
@@ -210,7 +225,9 @@ class Queue:
     ) -> JobHandle | list[JobHandle] | None: ...
     def jobs(self, worker_id: str, *, stop: StopToken | None = None, batch: int = 1) -> JobIterator: ...
     def ack_batch(self, jobs: Iterable[JobHandle], tx: Transaction | None = None) -> int: ...
-    def _ack_then_claim(self, job: JobHandle, worker_id: str, n: int) -> tuple[bool, list[JobHandle]]: ...
+    def _ack_then_claim(
+        self, job: JobHandle, worker_id: str, n: int, *, result: _JSON = None
+    ) -> tuple[bool, list[JobHandle]]: ...
     def get_job(self, job_id: int, tx: Transaction | None = None) -> Job | None: ...
     def cancel(self, job_id: int, tx: Transaction | None = None) -> bool: ...
     def sweep_expired(self) -> Swept: ...
@@ -266,7 +283,8 @@ class JobHandle:
     def deadline(self) -> datetime: ...
     @property
     def expires_at(self) -> datetime | None: ...
-    def ack(self, tx: Transaction | None = None) -> bool: ...
+    def ack(self, tx: Transaction | None = None, *, result: _JSON = None) -> bool: ...
+    def parent_results(self, *, tx: Transaction | None = None) -> dict[int, Any]: ...
     def retry(
         self, error: str = "", delay: _Duration | None = None, tx: Transaction | None = None
     ) -> bool: ...
@@ -339,6 +357,7 @@ class QueueStats:
         oldest_ready_age_s: int | None = None,
         paused: bool = False,
         limits: QueueLimits | None = None,
+        waiting: int = 0,
     ) -> QueueStats: ...
     @property
     def pending(self) -> int: ...
@@ -353,7 +372,20 @@ class QueueStats:
     @property
     def paused(self) -> bool: ...
     @property
+    def waiting(self) -> int: ...
+    @property
     def limits(self) -> QueueLimits: ...
+
+@final
+class Result:
+    @property
+    def state(self) -> str: ...
+    @property
+    def value(self) -> Any: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def finished_at(self) -> datetime: ...
 
 @final
 class QueueLimits:

@@ -342,10 +342,14 @@ class Run:
         if is_async:
             loop = self._loop or self._executor(True)
             if span is None:
-                fut = loop.submit(_runner.run_async(job, lambda j: _call_async(fn, j), retried, timeout))
+                fut = loop.submit(
+                    _runner.run_async(job, lambda j: _call_async(fn, j), retried, timeout, True)
+                )
             else:
                 fut = loop.submit(
-                    _runner.run_async(job, lambda j: span.run_async(_call_async(fn, j)), retried, timeout)
+                    _runner.run_async(
+                        job, lambda j: span.run_async(_call_async(fn, j)), retried, timeout, True
+                    )
                 )
         else:
             pool = self._pool or self._executor(False)
@@ -353,12 +357,14 @@ class Run:
             late = None if timeout is None else (lambda outcome: self._timed_out(seq, rec, outcome))
             if span is None:
                 call = pool.submit(
-                    lambda: _runner.run_sync(job, lambda j: _call_sync(fn, j), ack, retried, timeout, late)
+                    lambda: _runner.run_sync(
+                        job, lambda j: _call_sync(fn, j), ack, retried, timeout, late, True
+                    )
                 )
             else:
                 call = pool.submit(
                     lambda: _runner.run_sync(
-                        job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried, timeout, late
+                        job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried, timeout, late, True
                     )
                 )
             fut = call
@@ -436,14 +442,19 @@ class Run:
         transaction, the claim of the next job from the next queue in turn
         (one commit per job instead of two, ADR 0022)."""
 
-        def ack(job: JobHandle) -> bool | None:
+        def ack(job: JobHandle, result: Any) -> bool | None:
             if self.halt.stopped or job.cancel_requested:
                 return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
             h = self._handlers[next(self._turn) % len(self._handlers)]
             try:
-                landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
-            except AlkstoreError:
-                return None  # it rolled back: the plain ack tries again, and raises if it must
+                if result is None:
+                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
+                else:
+                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1, result=result)
+            except (AlkstoreError, TypeError, ValueError):
+                # It rolled back (or the result is past the payload bound): the
+                # plain ack tries again, and raises or drops the result if it must.
+                return None
             rec.tried = h
             if jobs:
                 rec.next = (h, jobs[0])

@@ -5,7 +5,9 @@ while the code runs. Used by ``Outbox.deliver``, ``Worker`` and
 
 Outcomes (SPEC §7, §11, §22):
 
-* return                 → ``ack``
+* return                 → ``ack``, the returned value as the job's result
+                           (SPEC §25; a value that is not JSON is logged and
+                           the job acked without one: its work is done)
 * ``alkstore.Fail``      → ``fail(str(exc))``: dead now
 * ``alkstore.Retry``     → ``retry(error, delay=after)``: the attempt counts
 * ``alkstore.Snooze``    → ``snooze(seconds)``: back later, the attempt refunded
@@ -43,7 +45,7 @@ from typing import Any, Literal
 
 from alkstore._aio import release
 from alkstore._beats import BEATS, Entry, beat_interval, may_hold
-from alkstore._core import JobHandle
+from alkstore._core import JobHandle, _check_json
 from alkstore._errors import DatabaseError, Fail, Retry, Snooze
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "TimedOut",
     "current_job",
     "heartbeating",
+    "result_of",
     "run_async",
     "run_sync",
     "settle",
@@ -111,9 +114,9 @@ def heartbeating(job: JobHandle) -> Iterator[None]:
 
 
 #: An ack that may do more in the same transaction (the Worker claims its
-#: next job with it, ADR 0022): whether it landed, or None to fall back to
-#: ``job.ack()``.
-Ack = Callable[[JobHandle], "bool | None"]
+#: next job with it, ADR 0022), given the job and its result (None: none):
+#: whether it landed, or None to fall back to ``job.ack()``.
+Ack = Callable[[JobHandle, Any], "bool | None"]
 
 #: Called once per settle tried again after a transient error (the Worker counts them).
 OnRetry = Callable[[], None]
@@ -165,23 +168,64 @@ def _land(
         return landed
 
 
+def _unkept(job: JobHandle, exc: Exception) -> None:
+    log.warning(
+        "job %d of %r: its return value is not a JSON result (%s), so none is kept; the job is acked",
+        job.id,
+        job.queue,
+        exc,
+    )
+
+
+def result_of(job: JobHandle, value: object) -> object:
+    """``value`` as ``job``'s result, or None when it is not JSON: the code ran
+    and its work is done, so the job is acked without a result rather than
+    run again or dead-lettered for what it returned; a warning says why."""
+    if value is None:
+        return None
+    try:
+        _check_json(value, "result")
+    except (TypeError, ValueError) as exc:
+        _unkept(job, exc)
+        return None
+    return value
+
+
+def _acking(job: JobHandle, result: Any) -> Callable[[], bool]:
+    if result is None:
+        return job.ack  # the plain ack: no keyword to parse on the hot path
+
+    def ack() -> bool:
+        try:
+            return job.ack(result=result)
+        except (TypeError, ValueError) as exc:  # JSON, but past the payload bound
+            _unkept(job, exc)
+            return job.ack()
+
+    return ack
+
+
 def settle(
     job: JobHandle,
     error: BaseException | None,
     ack: Ack | None = None,
     beat: Entry | None = None,
     on_retry: OnRetry | None = None,
+    result: object = None,
 ) -> Outcome:
     """Records the outcome of running ``job`` (see the module's table).
     ``beat``, the job's heartbeat entry (still beating), lets a transient
-    failure be tried again while the lease may hold."""
+    failure be tried again while the lease may hold. ``result``, what the
+    code returned, becomes the job's result when it acks (JSON or nothing,
+    :func:`result_of`)."""
     outcome: Outcome
     if job.cancel_requested and job._settled is None:
         return "cancelled"  # its row is gone: nothing to settle, nothing to run again
     if error is None:
-        landed = None if ack is None else ack(job)
+        kept = result_of(job, result) if result is not None and job._settled is None else None
+        landed = None if ack is None else ack(job, kept)
         if landed is None:
-            landed = _land("ack", job.ack, job, beat, on_retry)
+            landed = _land("ack", _acking(job, kept), job, beat, on_retry)
         outcome = "acked"
     elif isinstance(error, Fail):
         message = str(error)
@@ -246,18 +290,21 @@ def run_sync(
     on_retry: OnRetry | None = None,
     timeout: float | None = None,
     on_timeout: OnTimeout | None = None,
+    results: bool = False,
 ) -> Outcome:
     """Runs ``fn(job)`` with heartbeats and settles the job by its outcome
-    (a return acks through ``ack`` when given); the heartbeats go on until
+    (a return acks through ``ack`` when given, with what ``fn`` returned as
+    the job's result when ``results``); the heartbeats go on until
     the outcome landed. Past ``timeout`` seconds the job is retried at once
     and ``on_timeout`` told; the code's own outcome then lands nowhere."""
     # heartbeating() spelled out: this runs once per job on the Worker's hot path.
     entry = BEATS.add(job, beat_interval(job), job._request_cancel)
     alarm = None if timeout is None else BEATS.alarm(timeout, _time_out(job, timeout, on_timeout))
     token = _CURRENT.set(job)
+    value: object = None
     try:
         try:
-            fn(job)
+            value = fn(job)
         except Exception as exc:
             error: BaseException | None = exc
         else:
@@ -266,7 +313,7 @@ def run_sync(
             _CURRENT.reset(token)
             if alarm is not None:
                 BEATS.remove(alarm)
-        return settle(job, error, ack, entry, on_retry)
+        return settle(job, error, ack, entry, on_retry, value if results else None)
     finally:
         BEATS.remove(entry)
 
@@ -276,6 +323,7 @@ async def run_async(
     fn: Callable[[JobHandle], Awaitable[Any]],
     on_retry: OnRetry | None = None,
     timeout: float | None = None,
+    results: bool = False,
 ) -> Outcome:
     """The asyncio twin of :func:`run_sync`; database calls leave the loop free.
 
@@ -296,11 +344,12 @@ async def run_async(
 
     entry = BEATS.add(job, beat_interval(job), gone)
     token = _CURRENT.set(job)
+    value: object = None
     try:
         error: BaseException | None = None
         try:
             async with asyncio.timeout(timeout) as limit:
-                await fn(job)
+                value = await fn(job)
         except TimeoutError as exc:
             error = TimedOut(timeout) if timeout is not None and limit.expired() else exc
         except asyncio.CancelledError:
@@ -315,6 +364,7 @@ async def run_async(
             error = exc
         finally:
             _CURRENT.reset(token)
-        return await loop.run_in_executor(None, settle, job, error, None, entry, on_retry)
+        kept = value if results else None
+        return await loop.run_in_executor(None, settle, job, error, None, entry, on_retry, kept)
     finally:
         BEATS.remove(entry)

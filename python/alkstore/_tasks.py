@@ -16,16 +16,17 @@ A task's job is an ordinary job whose payload is ``{"task": NAME, "args":
 queue. Arguments are bound against the function's signature and checked as
 JSON when the job is enqueued, never when it runs. A Worker made by
 :meth:`Tasks.worker` runs each job through the task its payload names; what
-the task returns or raises is settled as for any handler (``alkstore._runner``).
+the task returns or raises is settled as for any handler (``alkstore._runner``);
+what it returns is its job's result (SPEC §25).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, overload
 
 from alkstore._core import (
     JobHandle,
@@ -143,12 +144,31 @@ class Task(Generic[P, R]):
         unique_key: str | None = None,
         expires: _Duration | None = None,
         group: str | None = None,
+        after: Iterable[int] | None = None,
+        on_failure: Literal["cancel", "run"] | None = None,
+        keep_result: _Duration | None = None,
         tx: Transaction | None = None,
         conn: object | None = None,
     ) -> TaskCall[P, R]:
         """This task with enqueue options (``Queue.enqueue``'s), e.g.
-        ``send_email.options(delay=60, tx=tx).enqueue("ada@example.com")``."""
-        return TaskCall(self, delay, run_at, priority, unique_key, expires, group, tx, conn)
+        ``send_email.options(delay=60, tx=tx).enqueue("ada@example.com")``.
+        ``after=[ids]`` makes the job wait for those jobs (SPEC §25), with
+        ``on_failure`` and ``keep_result`` as ``Queue.enqueue`` takes them."""
+        parents = None if after is None else tuple(after)
+        return TaskCall(
+            self,
+            delay,
+            run_at,
+            priority,
+            unique_key,
+            expires,
+            group,
+            parents,
+            on_failure,
+            keep_result,
+            tx,
+            conn,
+        )
 
     # -- for TaskCall and the worker -------------------------------------------
 
@@ -203,8 +223,23 @@ class TaskCall(Generic[P, R]):
     unique_key: str | None = None
     expires: _Duration | None = None
     group: str | None = None
+    after: tuple[int, ...] | None = None
+    on_failure: Literal["cancel", "run"] | None = None
+    keep_result: _Duration | None = None
     tx: Transaction | None = None
     conn: object | None = field(default=None, repr=False)
+
+    def _workflow(self) -> dict[str, Any]:
+        """The workflow options that were given (SPEC §25): the queue's own
+        defaults stand for the others."""
+        given: dict[str, Any] = {}
+        if self.after is not None:
+            given["after"] = list(self.after)
+        if self.on_failure is not None:
+            given["on_failure"] = self.on_failure
+        if self.keep_result is not None:
+            given["keep_result"] = self.keep_result
+        return given
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
         """:meth:`Task.enqueue` with these options."""
@@ -219,6 +254,7 @@ class TaskCall(Generic[P, R]):
             group=self.group,
             tx=self.tx,
             conn=self.conn,
+            **self._workflow(),
         )
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -237,6 +273,7 @@ class TaskCall(Generic[P, R]):
             unique_key=self.unique_key,
             group=self.group,
             conn=self.conn,
+            **self._workflow(),
         )
         return await pending
 

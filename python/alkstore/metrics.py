@@ -1,6 +1,7 @@
 """Prometheus metrics of one store (SPEC §19): `registry(store)` for any Prometheus exporter.
 
-A collector reads the store at each scrape: every queue's counts, oldest ready
+A collector reads the store at each scrape: every queue's counts by state
+(``waiting``: jobs waiting for their parents, SPEC §25), oldest ready
 age and pause flag, and every stream consumer's lag. The reads are the
 operator reads (``store.queues()``, ``q.stats()``, ``store.streams()``), all
 indexed counts, never a scan of payloads. ``prometheus_client`` (the
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
 __all__ = ["StoreCollector", "registry"]
 
 #: The job states a queue's counts are labelled with, in ``stats()``'s order.
-STATES = ("pending", "scheduled", "processing", "dead")
+STATES = ("pending", "waiting", "scheduled", "processing", "dead")
 
 
 class StoreCollector(Collector):
@@ -45,7 +46,8 @@ class StoreCollector(Collector):
         )
         for name in self._store.queues():
             s = self._store.queue(name).stats()
-            for state, n in zip(STATES, (s.pending, s.scheduled, s.processing, s.dead), strict=True):
+            counts = (s.pending, s.waiting, s.scheduled, s.processing, s.dead)
+            for state, n in zip(STATES, counts, strict=True):
                 jobs.add_metric([name, state], n)
             age.add_metric([name], s.oldest_ready_age_s or 0)
             paused.add_metric([name], 1 if s.paused else 0)

@@ -58,7 +58,9 @@ class Call:
 def drain(tasks: Tasks, queue: str | None = None) -> DrainResult:
     """Runs every ready job of the registry's queues (or of ``queue``) in the
     calling thread, until none is ready, jobs the tasks enqueue included, and
-    counts the outcomes. Outcomes land as a worker's do: a failure is retried
+    counts the outcomes. Outcomes land as a worker's do: a return acks with
+    the value as the job's result (a job waiting for it is released and runs
+    here too), a failure is retried
     on the curve (run again here only if it is ready again at once), ``Fail``
     dead-letters, ``Snooze`` puts the job off. ``async def`` tasks run on an
     event loop of this call's own, so call ``drain`` outside a running loop.
@@ -81,9 +83,9 @@ def drain(tasks: Tasks, queue: str | None = None) -> DrainResult:
                 call = _calling(fn)
                 if is_async:
                     loop = loop or asyncio.new_event_loop()
-                    outcome = loop.run_until_complete(_runner.run_async(job, call, None, timeout))
+                    outcome = loop.run_until_complete(_runner.run_async(job, call, None, timeout, True))
                 else:
-                    outcome = _runner.run_sync(job, call)
+                    outcome = _runner.run_sync(job, call, results=True)
                 if (outcome == "retried" and job.attempts >= job.max_attempts) or outcome == "failed":
                     counts["dead"] += 1
                 elif outcome in counts:
@@ -101,14 +103,15 @@ def _calling(fn: Callable[[Any, JobHandle], Any]) -> Callable[[JobHandle], Any]:
 
 
 def enqueued(task: Task[Any, Any]) -> list[Call]:
-    """The pending calls of ``task`` (ready or scheduled), oldest first."""
+    """The pending calls of ``task`` (ready, scheduled, or waiting for their
+    parents, SPEC §25), oldest first."""
     q = task._queue()
     calls: list[Call] = []
     before: int | None = None
     while page := q.live_jobs(limit=1000, before_id=before):
         for job in page:
             p = job.payload
-            if job.state == "pending" and isinstance(p, dict) and p.get("task") == task.name:
+            if job.state in ("pending", "waiting") and isinstance(p, dict) and p.get("task") == task.name:
                 calls.append(Call(tuple(p.get("args", ())), dict(p.get("kwargs", {})), job.id))
         before = page[-1].id
     calls.reverse()

@@ -35,6 +35,7 @@ pub use engine::queue::{
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
 pub use engine::streams::{foreign_publish_params, Event, StreamOps};
+pub use engine::workflows::WorkflowOps;
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
 pub use open::options::{parse_options, EngineOptions, OpenOptions, OptValue};

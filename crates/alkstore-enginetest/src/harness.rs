@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use alkstore_core::store::foreign::ForeignCall;
-use alkstore_core::{Claimed, Engine, EngineOptions, NewJob, QueueOpts, ReadyAt, SqlValue, Store};
+use alkstore_core::{Claimed, Engine, EngineOptions, NewJob, QueueOpts, SqlValue, Store};
 
 /// What every case returns: `?` takes core errors and plain messages alike.
 pub type TestResult<T = ()> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -147,15 +147,7 @@ impl<H: Harness> Db<H> {
 
 /// A ready-now job with priority 0 and the queue's budget.
 pub fn job(payload: &str) -> NewJob {
-    NewJob {
-        payload: payload.to_owned(),
-        ready: ReadyAt::Now,
-        priority: 0,
-        max_attempts: None,
-        expires_s: None,
-        unique_key: None,
-        group: None,
-    }
+    NewJob::of(payload)
 }
 
 /// Queue options with a 30 s lease, 3 attempts and no backoff.

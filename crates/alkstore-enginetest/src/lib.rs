@@ -31,6 +31,7 @@ pub mod streams;
 pub mod sweep;
 pub mod tx;
 pub mod wake;
+pub mod workflows;
 
 pub use harness::{job, opts, run, Db, Harness, TestResult};
 
@@ -52,6 +53,7 @@ macro_rules! conformance {
         $crate::__operate_cases!($harness);
         $crate::__completions_cases!($harness);
         $crate::__limits_cases!($harness);
+        $crate::__workflows_cases!($harness);
     };
 }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use crate::TestResult;
 
-/// Migration N is `<dir>/000N_*.sql` and `migrations[N - 1]`: every file is
-/// listed, in order, with no gap, and `schema_version` is the last number.
+/// Migration N is `<dir>/000N_*.sql`: every file is listed, in increasing
+/// order from 1 with no gap, and `schema_version` is the last number.
 pub fn numbered_one_to_n(dir: &Path, migrations: &[(i64, &str)], schema_version: i64) -> TestResult {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
@@ -14,8 +14,7 @@ pub fn numbered_one_to_n(dir: &Path, migrations: &[(i64, &str)], schema_version:
     }
     files.sort();
     assert_eq!(files.len(), migrations.len(), "{files:?}");
-    for (i, (file, (n, sql))) in files.iter().zip(migrations).enumerate() {
-        let want = i64::try_from(i)? + 1;
+    for ((file, (n, sql)), want) in files.iter().zip(migrations).zip(1..) {
         assert_eq!(*n, want, "{file}");
         assert!(file.starts_with(&format!("{want:04}_")) && file.ends_with(".sql"), "{file}");
         assert_eq!(std::fs::read_to_string(dir.join(file))?, *sql, "{file} is not migration {want}");

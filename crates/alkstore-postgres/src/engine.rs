@@ -151,6 +151,34 @@ impl PgEngine {
         }
     }
 
+    /// [`Self::run`] for an op of several statements: inside the caller's
+    /// transaction when given, else in a transaction of its own (BEGIN …
+    /// COMMIT on one pooled connection; ROLLBACK when `op` fails).
+    pub(crate) fn run_atomic<T>(
+        &self,
+        tx: Option<&mut dyn Tx>,
+        op: impl AsyncFnOnce(&Ctx<'_>) -> Result<T>,
+    ) -> Result<T> {
+        if tx.is_some() {
+            return self.run(tx, op);
+        }
+        self.run(None, async |cx| {
+            cx.client.batch_execute("BEGIN").await.map_err(|e| pg_error(&e))?;
+            match op(cx).await {
+                Ok(v) => {
+                    cx.client.batch_execute("COMMIT").await.map_err(|e| pg_error(&e))?;
+                    Ok(v)
+                }
+                Err(e) => {
+                    // The op's error is what the caller needs; a failed
+                    // ROLLBACK leaves a connection the pool discards.
+                    let _ = cx.client.batch_execute("ROLLBACK").await;
+                    Err(e)
+                }
+            }
+        })
+    }
+
     /// `t` as this engine's own transaction type.
     fn own_tx<'t>(&self, t: &'t mut dyn Tx) -> Result<&'t mut PgTx> {
         match t.as_any_mut().downcast_mut::<PgTx>() {

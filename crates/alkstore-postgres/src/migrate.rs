@@ -30,6 +30,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (9, include_str!("migrations/0009_cron_schedules.sql")),
     (10, include_str!("migrations/0010_limits.sql")),
     (11, include_str!("migrations/0011_slots.sql")),
+    (12, include_str!("migrations/0012_workflows.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

@@ -216,3 +216,46 @@ fn a_listening_claimer_wakes_when_the_caller_commits() -> TestResult {
     assert_eq!(claimed??.iter().map(|c| c.id).collect::<Vec<_>>(), [id?]);
     Ok(())
 }
+
+/// SPEC §25 through the function: `after`, `on_failure` and `keep_result_s`
+/// (defaults keep every older call working); a never-issued parent raises
+/// 22023 with the front's message and writes nothing.
+#[test]
+fn after_links_a_child_like_the_front() -> TestResult {
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    let store = Store::new(db.reopen()?, OpenOptions::default());
+    let a = one_id(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'p', payload => '1')"#))?;
+    let child = one_id(
+        &c,
+        &format!(
+            r#"SELECT "{s}".enqueue(queue => 'c', payload => '2', after => ARRAY[{a}, {a}]::bigint[],
+               on_failure => 'run', keep_result_s => 60)"#
+        ),
+    )?;
+    assert_eq!(db.engine.get_job(None, "c", child)?.map(|j| j.state), Some(JobState::Waiting));
+    let h = store.claim("p", "w", 1)?.pop().ok_or("the parent")?;
+    assert!(store.ack_result(None, &h, "\"A\"")?);
+    let hc = store.claim("c", "w", 1)?.pop().ok_or("the released child")?;
+    assert_eq!(hc.id, child);
+    assert_eq!(store.parent_results(None, child)?[0].1.as_ref().and_then(|r| r.value.as_deref()), Some("\"A\""));
+    assert!(store.ack_result(None, &hc, "3")?);
+    assert_eq!(store.result(child)?.and_then(|r| r.value).as_deref(), Some("3"), "kept for keep_result_s");
+
+    let never = child + 1000;
+    let front = match store.enqueue(None, "c", &QueueOpts::default(), &[NewJob { after: vec![never], ..job("{}") }]) {
+        Err(Error::Value(m)) => m,
+        other => format!("not refused: {other:?}"),
+    };
+    let (code, got) = refusal(
+        &c,
+        &format!(r#"SELECT "{s}".enqueue(queue => 'c', payload => '{{}}', after => ARRAY[{never}]::bigint[])"#),
+    )?;
+    assert_eq!((code.as_str(), got.as_str()), ("22023", front.as_str()));
+    let (code, _) =
+        refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'c', payload => '{{}}', on_failure => 'x')"#))?;
+    assert_eq!(code, "22023");
+    assert_eq!(db.engine.stats("c")?, Default::default(), "nothing written");
+    Ok(())
+}

@@ -5,13 +5,14 @@ use std::sync::{Arc, OnceLock};
 
 use alkstore_core::{Claimed, Store as CoreStore};
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyDict, PyType};
 
 use crate::convert::{duration, opt_duration, to_datetime, to_opt_datetime};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::json;
 use crate::tx::{run, Transaction};
+use crate::workflows;
 
 /// A claimed job. `ack`/`retry`/`fail`/`heartbeat`/`release` return False
 /// (changing nothing) once the lease lapsed or another party took the row.
@@ -136,10 +137,33 @@ impl JobHandle {
     }
 
     /// Done: deletes the row. False when the handle is no longer valid.
-    #[pyo3(signature = (tx=None))]
-    fn ack(&self, py: Python<'_>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<bool> {
-        let n = run(py, &self.store, tx, |t| self.store.ack(t, &[&self.claimed]))?;
-        Ok(self.note(n == 1, ACKED))
+    /// `result` (any JSON value) is kept for `store.result(id)` when the job
+    /// was enqueued with `keep_result`, and for its children's
+    /// `parent_results()` while they wait (SPEC §25); otherwise dropped.
+    #[pyo3(signature = (tx=None, *, result=None))]
+    fn ack(
+        &self,
+        py: Python<'_>,
+        tx: Option<&Bound<'_, Transaction>>,
+        result: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let landed = match result {
+            Some(r) if !r.is_none() => {
+                let text = json::encode(r)?;
+                run(py, &self.store, tx, |t| self.store.ack_result(t, &self.claimed, &text))?
+            }
+            _ => run(py, &self.store, tx, |t| self.store.ack(t, &[&self.claimed]))? == 1,
+        };
+        Ok(self.note(landed, ACKED))
+    }
+
+    /// The results of the jobs this one was enqueued `after` (SPEC §25):
+    /// parent id → the value its ack kept (None for a parent acked without a
+    /// result, or dead).
+    #[pyo3(signature = (*, tx=None))]
+    fn parent_results(&self, py: Python<'_>, tx: Option<&Bound<'_, Transaction>>) -> PyResult<Py<PyDict>> {
+        let rows = run(py, &self.store, tx, |t| self.store.parent_results(t, self.claimed.id))?;
+        workflows::parent_values(py, rows)
     }
 
     /// Back to pending after `delay` (None: the retry curve), or dead at budget.
@@ -244,7 +268,7 @@ impl JobHandle {
                 self.retry(py, &msg, None, None)?;
             }
             _ => {
-                self.ack(py, None)?;
+                self.ack(py, None, None)?;
             }
         }
         Ok(false)

@@ -26,6 +26,7 @@ mod telemetry;
 mod tx;
 mod views;
 mod wait;
+mod workflows;
 
 use pyo3::prelude::*;
 
@@ -61,6 +62,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::ConsumerInfo>()?;
     m.add_class::<catalog::LockInfo>()?;
     m.add_class::<catalog::CompletionCount>()?;
+    m.add_class::<workflows::JobResult>()?;
     rules::add(m)?;
     // What daemon threads look up lazily must be there before they run (see each).
     json::init(m.py())?;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alkstore_core::store::batch_size;
-use alkstore_core::{Claimed, NewJob, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
+use alkstore_core::{Claimed, NewJob, OnFailure, QueueOpts, ReadyAt, StopToken as CoreStop, Store as CoreStore};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
@@ -38,6 +38,10 @@ struct JobOpts {
     priority: i32,
     max_attempts: Option<i64>,
     expires_s: Option<i64>,
+    /// Workflows (SPEC §25): the parents, what their failure does, how long the result is kept.
+    after: Vec<i64>,
+    on_failure: OnFailure,
+    keep_result_s: Option<i64>,
 }
 
 impl JobOpts {
@@ -67,7 +71,30 @@ impl JobOpts {
             Some(m) if !m.is_none() => Some(integer(m, "max_attempts")?),
             _ => None,
         };
-        Ok(JobOpts { ready, priority, max_attempts, expires_s: opt_duration(expires, "expires")? })
+        Ok(JobOpts {
+            ready,
+            priority,
+            max_attempts,
+            expires_s: opt_duration(expires, "expires")?,
+            after: Vec::new(),
+            on_failure: OnFailure::Cancel,
+            keep_result_s: None,
+        })
+    }
+
+    /// The workflow arguments (SPEC §25): `after` an iterable of job ids (or
+    /// None), `on_failure` "cancel" or "run", `keep_result` seconds or a
+    /// timedelta (or None). Their rules are core's.
+    fn with_flow(
+        mut self,
+        after: Option<&Bound<'_, PyAny>>,
+        on_failure: &str,
+        keep_result: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        self.after = job_ids_arg(after, "after")?.unwrap_or_default();
+        self.on_failure = OnFailure::parse(on_failure).py()?;
+        self.keep_result_s = opt_duration(keep_result, "keep_result")?;
+        Ok(self)
     }
 
     /// One job per payload of the iterable `payloads`, each encoded (and so
@@ -97,6 +124,9 @@ impl JobOpts {
             expires_s: self.expires_s,
             unique_key,
             group,
+            after: self.after.clone(),
+            on_failure: self.on_failure,
+            keep_result_s: self.keep_result_s,
         }
     }
 }
@@ -139,11 +169,16 @@ fn spread(
 
 /// An `ids` argument: None, or an iterable of job ids.
 fn job_ids(ids: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Vec<i64>>> {
+    job_ids_arg(ids, "ids")
+}
+
+/// An argument named `what` holding None or an iterable of job ids.
+fn job_ids_arg(ids: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Vec<i64>>> {
     match ids {
         Some(ids) if !ids.is_none() => {
             let mut out = Vec::new();
-            for id in items(ids, "ids", "job ids (int)")? {
-                out.push(integer(&id?, "ids")?);
+            for id in items(ids, what, "job ids (int)")? {
+                out.push(integer(&id?, what)?);
             }
             Ok(Some(out))
         }
@@ -273,7 +308,7 @@ impl Queue {
     }
 
     /// Adds one job; returns its id.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, tx=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, after=None, on_failure="cancel", keep_result=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue(
         &self,
@@ -286,10 +321,17 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
         group: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        on_failure: &str,
+        keep_result: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
+        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.with_flow(
+            after,
+            on_failure,
+            keep_result,
+        )?;
         self.put(
             py,
             &[o.job(json::encode(payload)?, text_arg(unique_key, "unique_key")?, text_arg(group, "group")?)],
@@ -300,7 +342,7 @@ impl Queue {
     }
 
     /// `enqueue` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, conn=None))]
+    #[pyo3(signature = (payload, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, after=None, on_failure="cancel", keep_result=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue(
         &self,
@@ -313,9 +355,16 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
         group: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        on_failure: &str,
+        keep_result: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?;
+        let o = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.with_flow(
+            after,
+            on_failure,
+            keep_result,
+        )?;
         self.aput(
             py,
             vec![o.job(json::encode(payload)?, text_arg(unique_key, "unique_key")?, text_arg(group, "group")?)],
@@ -325,7 +374,7 @@ impl Queue {
     }
 
     /// Adds many jobs in one transaction, validating every payload first.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, tx=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, after=None, on_failure="cancel", keep_result=None, tx=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn enqueue_many(
         &self,
@@ -338,15 +387,20 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
         group: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        on_failure: &str,
+        keep_result: Option<&Bound<'_, PyAny>>,
         tx: Option<&Bound<'_, Transaction>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key, group)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?
+            .with_flow(after, on_failure, keep_result)?
+            .jobs(payloads, unique_key, group)?;
         self.put(py, &jobs, Shape::Many, tx, conn)
     }
 
     /// `enqueue_many` for async code: on an async driver's `conn`, or on a thread.
-    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, conn=None))]
+    #[pyo3(signature = (payloads, *, delay=None, run_at=None, priority=None, max_attempts=None, expires=None, unique_key=None, group=None, after=None, on_failure="cancel", keep_result=None, conn=None))]
     #[allow(clippy::too_many_arguments)]
     fn aenqueue_many(
         &self,
@@ -359,9 +413,14 @@ impl Queue {
         expires: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
         group: Option<&Bound<'_, PyAny>>,
+        after: Option<&Bound<'_, PyAny>>,
+        on_failure: &str,
+        keep_result: Option<&Bound<'_, PyAny>>,
         conn: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?.jobs(payloads, unique_key, group)?;
+        let jobs = JobOpts::parse(delay, run_at, priority, max_attempts, expires)?
+            .with_flow(after, on_failure, keep_result)?
+            .jobs(payloads, unique_key, group)?;
         self.aput(py, jobs, Shape::Many, conn)
     }
 
@@ -466,12 +525,14 @@ impl Queue {
     /// engine can (ADR 0022). Returns whether the ack landed and the jobs.
     /// An empty list does not mean the queue is empty (a lapsed lease needs
     /// `claim`). Not public: the Worker's hot path.
+    #[pyo3(signature = (job, worker_id, n, *, result=None))]
     fn _ack_then_claim(
         &self,
         py: Python<'_>,
         job: &Bound<'_, JobHandle>,
         worker_id: &str,
         n: Int,
+        result: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(bool, Vec<JobHandle>)> {
         let n = batch_size("n", &n).py()?;
         let h = job.get();
@@ -479,7 +540,16 @@ impl Queue {
             return Err(PyValueError::new_err("job was claimed through another store"));
         }
         let done = h.claimed();
-        let (landed, claimed) = exit::detach(py, || self.store.ack_then_claim(done, &self.name, worker_id, n)).py()?;
+        // A handler's return value (SPEC §25) is kept by the ack where the job keeps results.
+        let result = match result {
+            Some(r) if !r.is_none() => Some(json::encode(r)?),
+            _ => None,
+        };
+        let (landed, claimed) = exit::detach(py, || match &result {
+            Some(r) => self.store.ack_result_then_claim(done, r, &self.name, worker_id, n),
+            None => self.store.ack_then_claim(done, &self.name, worker_id, n),
+        })
+        .py()?;
         Ok((h.note_acked(landed), self.handles(claimed)))
     }
 

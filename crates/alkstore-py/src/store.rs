@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString};
 
 use crate::catalog::{CompletionCount, LockInfo, StreamInfo};
-use crate::convert::{integer, number};
+use crate::convert::{integer, number, Int};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::lock::Lock;
@@ -24,6 +24,7 @@ use crate::schedule::{Priority, Schedule, ScheduleArgs};
 use crate::stop::StopToken;
 use crate::stream::Stream;
 use crate::tx::Transaction;
+use crate::workflows::JobResult;
 
 /// An open alkstore: a SQLite file or a Postgres database.
 #[pyclass(name = "Store", module = "alkstore", frozen)]
@@ -151,6 +152,25 @@ impl Store {
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = self.inner.clone();
         exit::detach(py, move || inner.queue_names()).py()
+    }
+
+    /// The outcome of job `job_id` (SPEC §25): its kept result once acked,
+    /// its error once dead; None while it is live, or when nothing is kept.
+    fn result(&self, py: Python<'_>, job_id: Int) -> PyResult<Option<JobResult>> {
+        let id = job_id.get("job_id")?;
+        let inner = self.inner.clone();
+        let r = exit::detach(py, move || inner.result(id)).py()?;
+        r.map(|r| JobResult::from_core(py, r)).transpose()
+    }
+
+    /// Job `job_id`'s place in its workflow (SPEC §25): `(parents,
+    /// children)`, ids ascending. For the dashboard; an empty pair for a job
+    /// without either (or no such job).
+    fn job_edges(&self, py: Python<'_>, job_id: Int) -> PyResult<(Vec<i64>, Vec<i64>)> {
+        let id = job_id.get("job_id")?;
+        let inner = self.inner.clone();
+        let e = exit::detach(py, move || inner.job_edges(id)).py()?;
+        Ok((e.parents, e.children))
     }
 
     /// An outbox (SPEC §7): `alkstore.Outbox` over the queue

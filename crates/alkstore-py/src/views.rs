@@ -33,7 +33,7 @@ impl Job {
     fn queue(&self) -> &str {
         &self.row.queue
     }
-    /// `'pending'`, `'processing'` or `'dead'`.
+    /// `'waiting'` (for its parents), `'pending'`, `'processing'` or `'dead'`.
     #[getter]
     fn state(&self) -> &'static str {
         self.row.state.as_str()
@@ -132,13 +132,20 @@ pub struct QueueStats {
     /// Paused: claims hand out nothing until resumed.
     #[pyo3(get)]
     paused: bool,
+    /// Waiting for their parents (SPEC §25).
+    #[pyo3(get)]
+    waiting: i64,
     limits: QueueLimits,
 }
 
 #[pymethods]
 impl QueueStats {
     #[new]
-    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=false, limits=None))]
+    #[pyo3(signature = (*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=false, limits=None, waiting=Int::new(0)))]
+    #[pyo3(
+        text_signature = "(*, pending, scheduled, processing, dead, oldest_ready_age_s=None, paused=False, limits=None, waiting=0)"
+    )]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         pending: Int,
         scheduled: Int,
@@ -147,6 +154,7 @@ impl QueueStats {
         oldest_ready_age_s: Option<Int>,
         paused: bool,
         limits: Option<QueueLimits>,
+        waiting: Int,
     ) -> PyResult<Self> {
         Ok(QueueStats {
             pending: pending.get("pending")?,
@@ -155,6 +163,7 @@ impl QueueStats {
             dead: dead.get("dead")?,
             oldest_ready_age_s: oldest_ready_age_s.map(|a| a.get("oldest_ready_age_s")).transpose()?,
             paused,
+            waiting: waiting.get("waiting")?,
             limits: limits.unwrap_or_default(),
         })
     }
@@ -168,13 +177,14 @@ impl QueueStats {
     fn __repr__(&self) -> String {
         let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
         format!(
-            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={}, limits={})",
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={}, limits={}, waiting={})",
             self.pending,
             self.scheduled,
             self.processing,
             self.dead,
             if self.paused { "True" } else { "False" },
-            self.limits.repr()
+            self.limits.repr(),
+            self.waiting
         )
     }
 }
@@ -189,6 +199,7 @@ impl QueueStats {
             dead: s.dead,
             oldest_ready_age_s: s.oldest_ready_age_s,
             paused: s.paused,
+            waiting: s.waiting,
             limits: l.into(),
         }
     }

@@ -21,6 +21,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (8, include_str!("migrations/0008_queues.sql")),
     (9, include_str!("migrations/0009_cron_schedules.sql")),
     (10, include_str!("migrations/0010_limits.sql")),
+    (11, include_str!("migrations/0011_slots.sql")),
+    (12, include_str!("migrations/0012_workflows.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

@@ -87,6 +87,10 @@ fn connect(path: &str, options: &SqliteOptions, role: Role) -> Result<Connection
     // foreign_keys=ON: the engine's tables use none, but the caller's own
     // tables in the same file (SPEC §6 transactions) get the checks they expect.
     conn.pragma_update(None, "foreign_keys", "ON").db()?;
+    // recursive_triggers=ON: a job killed by its parent's death (migration
+    // 0012's trigger) fires the same trigger for its own children, so a
+    // failure reaches every descendant in one transaction (SPEC §25).
+    conn.pragma_update(None, "recursive_triggers", "ON").db()?;
     if role == Role::Writer {
         // journal_size_limit: a WAL that starts over is cut back to a bounded
         // size. It acts on the connection that writes and checkpoints.

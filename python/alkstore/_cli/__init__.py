@@ -138,7 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     stats = commands.add_parser(
-        "stats", help="every queue's pending/scheduled/processing/dead counts and whether it is paused"
+        "stats",
+        help="every queue's pending/waiting/scheduled/processing/dead counts and whether it is paused",
     )
     _store_args(stats)
 
@@ -149,6 +150,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     jobs.add_argument(
         "--limit", type=_limit, default=50, help=f"how many jobs, newest first (1-{_MAX_BATCH}, default 50)"
+    )
+
+    result = commands.add_parser(
+        "result",
+        help="a finished job's result: its state, the value its handler returned or its error (SPEC §25)",
+    )
+    result.add_argument("url", metavar="URL", help=URL_HELP)
+    result.add_argument("id", metavar="ID", type=_job_id, help="the job's id")
+    result.add_argument("--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)")
+    result.add_argument(
+        "--json", action="store_true", help="print JSON for a program instead of a line and the value"
     )
 
     sweep = commands.add_parser("sweep", help="move a queue's expired jobs to dead, purge old dead jobs")
@@ -295,6 +307,7 @@ def _run(args: argparse.Namespace) -> int:
     printers: dict[str, Callable[[], str]] = {
         "stats": lambda: _inspect.stats(args.url, args.schema, args.json),
         "jobs": lambda: _inspect.jobs(args.url, args.schema, args.queue, args.dead, args.limit, args.json),
+        "result": lambda: _inspect.result(args.url, args.schema, args.id, args.json),
         "sweep": lambda: _inspect.sweep(args.url, args.schema, args.queue, args.json),
         "schedules": lambda: _inspect.schedules(args.url, args.schema, args.json),
     }

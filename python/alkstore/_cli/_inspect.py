@@ -1,4 +1,4 @@
-"""The read-mostly commands: ``stats``, ``jobs``, ``sweep``, ``schedules``.
+"""The read-mostly commands: ``stats``, ``jobs``, ``result``, ``sweep``, ``schedules``.
 
 Each returns what to print: a table for a person, or JSON with ``as_json``.
 """
@@ -9,13 +9,16 @@ import json
 from datetime import datetime, timedelta
 
 from alkstore._cli._limits import describe, limits_dict
-from alkstore._cli._tables import render
-from alkstore._cli._target import open_existing, queue_view
+from alkstore._cli._tables import render, when
+from alkstore._cli._target import CliError, open_existing, queue_view
 from alkstore._core import Job
 
-__all__ = ["jobs", "schedules", "stats", "sweep"]
+__all__ = ["NO_RESULT", "jobs", "result", "schedules", "stats", "sweep"]
 
-STATS_FIELDS = ("pending", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
+STATS_FIELDS = ("pending", "waiting", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
+#: The exit status of ``alkstore result`` for a job with no result (yet):
+#: not an error, but a script polling for it must tell the two apart.
+NO_RESULT = 3
 SCHEDULE_FIELDS = (
     "name",
     "spec",
@@ -63,7 +66,7 @@ def stats(target: str, schema: str | None, as_json: bool) -> str:
         )
     if not rows:
         return "no queues yet (a queue appears with its first job, or once paused or limited)"
-    headers = ["queue", "pending", "scheduled", "processing", "dead", "oldest ready s", "paused", "limits"]
+    headers = ["queue", *STATS_FIELDS[:5], "oldest ready s", "paused", "limits"]
     numbers = STATS_FIELDS[:-1]
     return render(
         headers,
@@ -105,6 +108,33 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
             for j in found
         ]
     return render(headers, rows)
+
+
+def result(target: str, schema: str | None, job_id: int, as_json: bool) -> str:
+    """``store.result(job_id)`` (SPEC §25): a finished job's state, value or
+    error and when it finished. None is a ``CliError`` with :data:`NO_RESULT`."""
+    with open_existing(target, schema) as store:
+        got = store.result(job_id)
+    if got is None:
+        raise CliError(
+            f"no result for job {job_id}: it has not finished, or its result was not kept "
+            "(enqueue it with keep_result=SECONDS)",
+            NO_RESULT,
+        )
+    if as_json:
+        return _dump(
+            {
+                "id": job_id,
+                "state": got.state,
+                "value": got.value,
+                "error": got.error,
+                "finished_at": _json_value(got.finished_at),
+            }
+        )
+    head = f"job {job_id}: {got.state} at {when(got.finished_at)}"
+    if got.error is not None:
+        return f"{head}: {got.error}"
+    return f"{head}\n{_dump(got.value)}"
 
 
 def sweep(target: str, schema: str | None, queue: str, as_json: bool) -> str:

@@ -36,12 +36,14 @@ from alkstore.dashboard.middleware import BodyLimit, Guard, Hardened, HostCheck
 from alkstore.dashboard.security import CSRF_COOKIE, CsrfTokens
 from alkstore.metrics import registry
 
-__all__ = ["MAX_PAYLOAD_SHOWN", "create_app"]
+__all__ = ["MAX_EDGES_SHOWN", "MAX_PAYLOAD_SHOWN", "create_app"]
 
 HERE = Path(__file__).parent
 #: A payload longer than this (in characters of pretty JSON) is cut, with a note.
 MAX_PAYLOAD_SHOWN = 64 * 1024
 PAGE = 50
+#: The most parents (and children) a job's page links to; the rest are counted.
+MAX_EDGES_SHOWN = 100
 _log = logging.getLogger("alkstore.dashboard")
 
 
@@ -104,12 +106,27 @@ def create_app(
         return page(request, "queue.html", q=q, stats=stats, jobs=jobs, dead=dead, more=more, seen=seen)
 
     def job_page(request: Request) -> Response:
-        q = queue_view(store, request.query_params.get("queue", ""))
-        job = q.get_job(_int(request.query_params.get("id")) or 0)
-        if job is None:
-            what = f"job {request.query_params.get('id')!s} of {q.name}"
+        job_id = _int(request.query_params.get("id")) or 0
+        name = request.query_params.get("queue")
+        # A workflow's links name only the id: its queue is found here, on a click.
+        q = queue_view(store, name) if name is not None else _queue_of(store, job_id)
+        job = None if q is None else q.get_job(job_id)
+        parents, children = store.job_edges(job_id)
+        links: dict[str, Any] = {
+            "parents": parents[:MAX_EDGES_SHOWN],
+            "children": children[:MAX_EDGES_SHOWN],
+            "more_parents": max(0, len(parents) - MAX_EDGES_SHOWN),
+            "more_children": max(0, len(children) - MAX_EDGES_SHOWN),
+        }
+        if job is None or q is None:
+            # Acked, or cancelled: its kept result (SPEC §25) is all there is to show.
+            result = store.result(job_id)
+            if result is not None:
+                return page(request, "result.html", job_id=job_id, result=result, **links)
+            where = f" of {name}" if name is not None else ""
+            what = f"job {request.query_params.get('id')!s}{where}"
             return page(request, "missing.html", status_code=404, what=what)
-        return page(request, "job.html", q=q, job=job)
+        return page(request, "job.html", q=q, job=job, **links)
 
     def catalog(request: Request) -> Response:
         return page(
@@ -209,6 +226,16 @@ def pretty(payload: object) -> str:
     if len(text) > MAX_PAYLOAD_SHOWN:
         return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
     return text
+
+
+def _queue_of(store: Store, job_id: int) -> Queue | None:
+    """The queue holding job ``job_id``, looked up in each queue in turn (a
+    read by primary key each), or None when no queue holds it."""
+    for name in store.queues():
+        q = queue_view(store, name)
+        if q.get_job(job_id) is not None:
+            return q
+    return None
 
 
 def _int(value: str | None) -> int | None:

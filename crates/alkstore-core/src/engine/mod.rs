@@ -34,6 +34,7 @@ pub mod queue;
 pub mod schedules;
 pub mod sql;
 pub mod streams;
+pub mod workflows;
 
 use std::any::Any;
 
@@ -45,6 +46,7 @@ use crate::engine::queue::{
 use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
 use crate::engine::streams::StreamOps;
+use crate::engine::workflows::WorkflowOps;
 use crate::error::Result;
 
 /// An open transaction of the caller's (SPEC §6).
@@ -82,6 +84,7 @@ pub trait Engine:
     + ScheduleOps
     + StreamOps
     + CompletionOps
+    + WorkflowOps
 {
     /// `"sqlite"` or `"postgres"`.
     fn kind(&self) -> &'static str;

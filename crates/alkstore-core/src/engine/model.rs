@@ -118,6 +118,88 @@ pub struct NewJob {
     pub unique_key: Option<String>,
     /// The group whose processing jobs a queue's `group_concurrency` limits (SPEC §24).
     pub group: Option<String>,
+    /// The jobs this one waits for (SPEC §25): ids of any queue of the store,
+    /// sorted and distinct once the Store has checked them; empty for none.
+    pub after: Vec<i64>,
+    /// What a parent's death does to this job (meaningful with `after`).
+    pub on_failure: OnFailure,
+    /// How long the result of its ack is kept, whole seconds (None: only
+    /// while a waiting child needs it).
+    pub keep_result_s: Option<i64>,
+}
+
+impl NewJob {
+    /// A job of `payload`, ready now, every other field at its default.
+    pub fn of(payload: impl Into<String>) -> Self {
+        NewJob {
+            payload: payload.into(),
+            ready: ReadyAt::Now,
+            priority: 0,
+            max_attempts: None,
+            expires_s: None,
+            unique_key: None,
+            group: None,
+            after: Vec::new(),
+            on_failure: OnFailure::Cancel,
+            keep_result_s: None,
+        }
+    }
+
+    /// Whether its enqueue takes the workflow path (parents or a kept result).
+    pub fn in_workflow(&self) -> bool {
+        !self.after.is_empty() || self.keep_result_s.is_some()
+    }
+}
+
+/// What a child does when one of its parents dies or is cancelled (SPEC §25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnFailure {
+    /// The child (and its descendants) go dead, naming the parent.
+    #[default]
+    Cancel,
+    /// The parent counts as settled; the child runs once every parent is.
+    Run,
+}
+
+impl OnFailure {
+    /// The stored and Python name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnFailure::Cancel => "cancel",
+            OnFailure::Run => "run",
+        }
+    }
+
+    /// Parses `"cancel"` or `"run"`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "cancel" => Ok(OnFailure::Cancel),
+            "run" => Ok(OnFailure::Run),
+            other => Err(Error::Value(format!("on_failure must be \"cancel\" or \"run\", got {other:?}"))),
+        }
+    }
+}
+
+/// What `store.result(id)` reads (SPEC §25): a finished job's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobResult {
+    /// `"done"` (acked) or `"dead"`.
+    pub state: String,
+    /// The ack's result as JSON text, if one was given and kept.
+    pub value: Option<String>,
+    /// A dead job's last error.
+    pub error: Option<String>,
+    /// When it was acked or died.
+    pub finished_at: i64,
+}
+
+/// A job's place in its workflow graph (SPEC §25), for operators.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct JobEdges {
+    /// The jobs it waits (or waited) for, ascending.
+    pub parents: Vec<i64>,
+    /// The jobs that wait (or waited) for it, ascending.
+    pub children: Vec<i64>,
 }
 
 /// A claimed job: everything the handle needs, including the fencing token.
@@ -158,7 +240,9 @@ pub struct Claimed {
 /// The state of a job row as `get_job` and `dead_jobs` see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
-    /// Waiting (maybe scheduled for later).
+    /// Waiting for its parents (SPEC §25): never claimed until released.
+    Waiting,
+    /// Ready, or scheduled for later.
     Pending,
     /// Leased to a worker (maybe lapsed).
     Processing,
@@ -170,6 +254,7 @@ impl JobState {
     /// The state's name as Python shows it.
     pub fn as_str(self) -> &'static str {
         match self {
+            JobState::Waiting => "waiting",
             JobState::Pending => "pending",
             JobState::Processing => "processing",
             JobState::Dead => "dead",
@@ -179,6 +264,7 @@ impl JobState {
     /// Parses the stored state text.
     pub fn parse(s: &str) -> Result<Self> {
         match s {
+            "waiting" => Ok(JobState::Waiting),
             "pending" => Ok(JobState::Pending),
             "processing" => Ok(JobState::Processing),
             "dead" => Ok(JobState::Dead),
@@ -235,6 +321,8 @@ pub struct QueueStats {
     pub scheduled: i64,
     /// Leased, lapsed leases included.
     pub processing: i64,
+    /// Waiting for parents (SPEC §25).
+    pub waiting: i64,
     /// Rows in dead storage.
     pub dead: i64,
     /// Whole seconds since the oldest ready pending row became ready.

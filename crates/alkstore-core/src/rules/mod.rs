@@ -10,3 +10,4 @@ pub mod limits;
 pub mod names;
 pub mod retry;
 pub mod unique;
+pub mod workflows;

@@ -115,6 +115,7 @@ mod tests {
             expires_s: None,
             unique_key: key.map(str::to_owned),
             group: None,
+            ..NewJob::of(String::new())
         }
     }
 

@@ -42,6 +42,7 @@ pub fn firing(row: &ScheduleRow, now: i64) -> Option<(Firing, i64)> {
         expires_s: row.expires_s,
         unique_key: None,
         group: None,
+        ..NewJob::of(String::new())
     };
     let jobs = vec![job; plan.fire.len()];
     let f = Firing { next_fire_at: plan.next_fire_at, queue: row.queue.clone(), opts: QueueOpts::default(), jobs };

@@ -65,6 +65,7 @@ impl Store {
         style: ParamStyle,
     ) -> Result<Option<ForeignCall>> {
         self.check_new_jobs(opts, jobs)?;
+        crate::rules::workflows::check_foreign(jobs)?;
         self.open_check()?;
         if jobs.is_empty() {
             return Ok(None);
@@ -108,6 +109,7 @@ mod tests {
                 expires_s: None,
                 unique_key: k.map(str::to_owned),
                 group: None,
+                ..NewJob::of(String::new())
             })
             .collect();
         let distinct = Distinct::of(&jobs);

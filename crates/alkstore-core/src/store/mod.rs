@@ -15,6 +15,7 @@ pub mod stream;
 pub mod txguard;
 pub mod waiting;
 pub mod wake;
+pub mod workflows;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -28,6 +28,7 @@ impl Store {
             self.enter(tx)?;
             return Ok(Vec::new());
         }
+        let jobs = &*crate::rules::workflows::normalized(jobs);
         match Distinct::of(jobs) {
             None => self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, jobs)),
             Some(d) => Ok(d.expand(&self.in_tx(tx, |t| self.engine.enqueue(t, queue, opts, &d.jobs))?)),
@@ -62,6 +63,7 @@ impl Store {
             if let Some(g) = &job.group {
                 crate::rules::limits::check_group(g)?;
             }
+            crate::rules::workflows::check_job(job)?;
         }
         Ok(())
     }

@@ -10,7 +10,8 @@
 -- `unique_key` column that 0006 adds (PL/pgSQL resolves columns when the
 -- function first runs, not when it is created). 0008 (the queues it
 -- registers) and 0010 (`group_key`, a new argument: 0010 drops the old
--- signature first) write it again.
+-- signature first) write it again, and so does 0012 (`after`, `on_failure`,
+-- `keep_result_s`: workflows, SPEC §25; it calls 0012's `link`).
 --
 -- The bounds are core's, written in when the migration is applied
 -- (migrate.rs renders __MAX_NAME_CHARS__, __RESERVED_PREFIX__,
@@ -31,7 +32,10 @@ CREATE OR REPLACE FUNCTION __SCHEMA__.enqueue(
     visibility_timeout_s bigint DEFAULT 300,
     backoff_base_s double precision DEFAULT 5,
     unique_key text DEFAULT NULL,
-    group_key text DEFAULT NULL
+    group_key text DEFAULT NULL,
+    after bigint[] DEFAULT NULL,
+    on_failure text DEFAULT 'cancel',
+    keep_result_s bigint DEFAULT NULL
 ) RETURNS bigint
 LANGUAGE plpgsql
 AS $fn$
@@ -42,6 +46,8 @@ DECLARE
     body text;
     t bigint;
     new_id bigint;
+    parents bigint[];
+    issued bigint;
 BEGIN
     IF queue IS NULL OR queue = '' THEN
         RAISE EXCEPTION 'invalid queue name: must not be empty' USING ERRCODE = '22023';
@@ -107,6 +113,31 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
 
+    IF on_failure IS NULL OR on_failure NOT IN ('cancel', 'run') THEN
+        RAISE EXCEPTION 'on_failure must be "cancel" or "run", got %', coalesce(on_failure, 'NULL')
+            USING ERRCODE = '22023';
+    END IF;
+    IF keep_result_s < 0 OR keep_result_s > __MAX_DURATION_S__ THEN
+        RAISE EXCEPTION 'keep_result must be 0 to __MAX_DURATION_S__ seconds, got %', keep_result_s
+            USING ERRCODE = '22023';
+    END IF;
+    IF cardinality(after) > 0 THEN
+        IF unique_key IS NOT NULL THEN
+            RAISE EXCEPTION 'after cannot be combined with unique_key' USING ERRCODE = '22023';
+        END IF;
+        SELECT array_agg(DISTINCT a ORDER BY a) INTO parents FROM unnest(after) AS a;
+        IF parents[1] IS NULL OR parents[1] < 1 THEN
+            RAISE EXCEPTION 'after: % is not a job id (ids are >= 1)', coalesce(parents[1]::text, 'NULL')
+                USING ERRCODE = '22023';
+        END IF;
+        -- An id above the identity's last value was never issued (SPEC §25).
+        SELECT CASE WHEN s.is_called THEN s.last_value ELSE 0 END INTO issued FROM __SCHEMA__.jobs_id_seq s;
+        IF parents[cardinality(parents)] > issued THEN
+            RAISE EXCEPTION 'after: job % was never issued by this store',
+                (SELECT min(a) FROM unnest(parents) AS a WHERE a > issued) USING ERRCODE = '22023';
+        END IF;
+    END IF;
+
     -- The engine's clock, as every statement of the engine reads it.
     t := floor(extract(epoch FROM clock_timestamp()))::bigint;
     -- A live key returns the live job's id (SPEC §18): the no-op update makes
@@ -117,6 +148,10 @@ BEGIN
         visibility_timeout_s, backoff_base_s, NULL, t, t + delay_s, t + expires_s, unique_key, group_key)
     ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO UPDATE SET unique_key = excluded.unique_key
     RETURNING j.id INTO new_id;
+    IF parents IS NOT NULL OR keep_result_s IS NOT NULL THEN
+        PERFORM __SCHEMA__.link(new_id, parents, CASE WHEN parents IS NULL THEN NULL ELSE on_failure END,
+            keep_result_s, t);
+    END IF;
     INSERT INTO __SCHEMA__.queues (queue, seen_at) VALUES (queue, t) ON CONFLICT DO NOTHING;
     PERFORM pg_notify('__CHANNEL__', queue);
     RETURN new_id;

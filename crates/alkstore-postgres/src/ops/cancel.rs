@@ -12,6 +12,9 @@ use crate::engine::PgEngine;
 pub(crate) struct Sql {
     /// Delete a live row of a queue: `$1` id, `$2` queue.
     pub(crate) cancel: String,
+    /// A parent being cancelled is marked first, so migration 0012's trigger
+    /// fails its children instead of releasing them as an ack would.
+    pub(crate) mark: String,
 }
 
 impl Sql {
@@ -22,7 +25,10 @@ impl Sql {
         Sql {
             cancel: format!(
                 "DELETE FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
-                 RETURNING CASE WHEN state = 'processing' THEN {freed} END"
+                 RETURNING CASE WHEN state IN ('processing', 'cancelled') THEN {freed} END"
+            ),
+            mark: format!(
+                "UPDATE {s}.jobs SET state = 'cancelled' WHERE id = $1::bigint AND queue = $2::text AND has_children"
             ),
         }
     }
@@ -30,11 +36,12 @@ impl Sql {
 
 /// Deletes a pending or processing row of `queue`.
 pub(crate) async fn cancel(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<bool> {
+    cx.execute(&cx.sql.cancel.mark, &[&id, &queue]).await?;
     Ok(cx.execute(&cx.sql.cancel.cancel, &[&id, &queue]).await? > 0)
 }
 
 impl CancelOps for PgEngine {
     fn cancel(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<bool> {
-        self.run(tx, async |cx| cancel(cx, queue, id).await)
+        self.run_atomic(tx, async |cx| cancel(cx, queue, id).await)
     }
 }

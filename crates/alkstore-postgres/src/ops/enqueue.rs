@@ -184,8 +184,22 @@ impl<'a> Arrays<'a> {
     }
 }
 
+/// Workflow jobs (SPEC §25): every parent id checked before any write, the
+/// jobs inserted as any others, then each linked to its parents (0012's
+/// `link`), in the caller's transaction or one of its own.
+async fn enqueue_flow(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    super::workflows::check_issued(cx, jobs).await?;
+    let ids = enqueue(cx, queue, opts, jobs).await?;
+    let now = crate::conn::now(cx).await?;
+    super::workflows::link(cx, &ids, jobs, now).await?;
+    Ok(ids)
+}
+
 impl EnqueueOps for PgEngine {
     fn enqueue(&self, tx: Option<&mut dyn Tx>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        if jobs.iter().any(NewJob::in_workflow) {
+            return self.run_atomic(tx, async |cx| enqueue_flow(cx, queue, opts, jobs).await);
+        }
         self.run(tx, async |cx| enqueue(cx, queue, opts, jobs).await)
     }
 

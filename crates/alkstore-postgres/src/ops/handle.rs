@@ -19,11 +19,21 @@ use crate::rows::col;
 const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3::text \
                      AND claim_token = $4::bigint AND deadline >= (SELECT t FROM n)";
 
+/// A job that does not keep its result: the plain ack deletes only such
+/// rows. A parent's children are settled by migration 0012's trigger, whose
+/// `WHEN has_children` a plain job fails, so a plain ack never reads the
+/// edges; a job keeping its result goes on to the workflow ack
+/// ([`super::workflows`]).
+const PLAIN: &str = "keep_result_s IS NULL";
+
 /// The handle statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
     /// One handle deleted.
     pub(crate) ack_one: String,
+    /// One handle given a result deleted, a plain job's only (no children
+    /// to need the result, no `keep_result`): the result is dropped.
+    pub(crate) ack_drop_result: String,
     /// Many handles deleted from parallel arrays.
     pub(crate) ack_many: String,
     /// Back to pending at `now + $5`.
@@ -43,13 +53,18 @@ impl Sql {
         let freed = super::slot_freed(s, channel, "queue");
         let into_dead = into_dead(s);
         Sql {
-            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} RETURNING {freed}"),
+            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} RETURNING {freed}"),
+            ack_drop_result: format!(
+                "{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} AND NOT has_children RETURNING {freed}"
+            ),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
                 "{NOW} DELETE FROM {s}.jobs j \
                  USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
-                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) RETURNING {freed}"
+                   AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) \
+                   AND j.keep_result_s IS NULL \
+                 RETURNING j.id, {freed}"
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
             // are cleared, claimed_at stays as the last claim's time, and the
@@ -81,17 +96,36 @@ impl Sql {
     }
 }
 
-/// Deletes every valid handle in one statement; returns how many landed.
+/// Deletes every valid plain handle in one statement; each handle it left
+/// (invalid, or in a workflow) goes on to the workflow ack, one statement
+/// each. Returns how many landed.
 pub(crate) async fn ack(cx: &Ctx<'_>, jobs: &[&Claimed]) -> Result<usize> {
-    let n = if let [job] = jobs {
-        cx.execute(&cx.sql.handle.ack_one, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?
-    } else {
-        let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
-        let workers: Vec<&str> = jobs.iter().map(|j| j.worker_id.as_str()).collect();
-        let tokens: Vec<i64> = jobs.iter().map(|j| j.claim_token).collect();
-        cx.execute(&cx.sql.handle.ack_many, &[&cx.offset, &ids, &workers, &tokens]).await?
-    };
-    Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    if let [job] = jobs {
+        if ack_plain(cx, &cx.sql.handle.ack_one, job).await? {
+            return Ok(1);
+        }
+        return Ok(usize::from(super::workflows::ack_flow(cx, job, None).await?));
+    }
+    let ids: Vec<i64> = jobs.iter().map(|j| j.id).collect();
+    let workers: Vec<&str> = jobs.iter().map(|j| j.worker_id.as_str()).collect();
+    let tokens: Vec<i64> = jobs.iter().map(|j| j.claim_token).collect();
+    let rows = cx.query(&cx.sql.handle.ack_many, &[&cx.offset, &ids, &workers, &tokens]).await?;
+    let deleted = rows.iter().map(|r| col::<i64>(r, 0)).collect::<Result<std::collections::HashSet<_>>>()?;
+    let mut landed = deleted.len();
+    let mut tried = std::collections::HashSet::new();
+    for job in jobs.iter().filter(|j| !deleted.contains(&j.id)) {
+        if tried.insert(job.id) && super::workflows::ack_flow(cx, job, None).await? {
+            landed += 1;
+        }
+    }
+    Ok(landed)
+}
+
+/// The plain ack of one handle (`sql`: `ack_one`, or `ack_drop_result`):
+/// true when it deleted the row.
+pub(crate) async fn ack_plain(cx: &Ctx<'_>, sql: &str, job: &Claimed) -> Result<bool> {
+    let n = cx.execute(sql, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token]).await?;
+    Ok(n > 0)
 }
 
 /// Back to pending after `delay` seconds (resolved by the Store, which

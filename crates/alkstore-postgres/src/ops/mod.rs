@@ -45,6 +45,7 @@ pub(crate) mod schedules;
 pub(crate) mod slots;
 pub(crate) mod streams;
 pub(crate) mod sweep;
+pub(crate) mod workflows;
 
 // The move to dead, shared by the claim (exhaustion), `fail` (and a retry at
 // budget) and the sweep.
@@ -52,13 +53,15 @@ pub(crate) mod sweep;
 /// Columns a dead row copies from the live row, in table order.
 pub(crate) const LIVE_COLS: &str = "id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
                          visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                         claimed_at, deadline, worker_id, expires_at, unique_key, group_key";
+                         claimed_at, deadline, worker_id, expires_at, unique_key, group_key, \
+                         parents_left, on_failure, keep_result_s, has_children";
 
 /// [`LIVE_COLS`] as the SELECT side of a move to dead: the stored state
 /// becomes 'dead' (as on SQLite); every other field is kept as it was.
 pub(crate) const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
                            visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-                           claimed_at, deadline, worker_id, expires_at, unique_key, group_key";
+                           claimed_at, deadline, worker_id, expires_at, unique_key, group_key, \
+                         parents_left, on_failure, keep_result_s, has_children";
 
 /// `died_at` and `purge_at` of a row moving to dead.
 pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
@@ -129,6 +132,8 @@ pub(crate) struct Statements {
     pub(crate) limits: limits::Sql,
     /// The claim of a queue limited by concurrency alone (SPEC §24).
     pub(crate) slots: slots::Sql,
+    /// Workflows: links, the workflow ack, results and edges (SPEC §25).
+    pub(crate) workflows: workflows::Sql,
 }
 
 impl Statements {
@@ -156,6 +161,7 @@ impl Statements {
             schedules: schedules::Sql::new(&s, &channel),
             streams: streams::Sql::new(&s, &channel),
             completions: completions::Sql::new(&s),
+            workflows: workflows::Sql::new(&s),
         }
     }
 }

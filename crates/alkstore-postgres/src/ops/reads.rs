@@ -25,7 +25,7 @@ pub(crate) struct Sql {
     pub(crate) live_jobs: String,
     /// Every queue that ever had a job, has a live or dead row, or is paused, sorted (ADR 0007).
     pub(crate) queue_names: String,
-    /// The four counts, the oldest ready age, paused.
+    /// The four counts, the oldest ready age, paused, waiting (SPEC §25).
     pub(crate) stats: String,
     /// The earliest future instant `$2`'s queue gains claimable work without a commit.
     pub(crate) next_wake: String,
@@ -73,7 +73,8 @@ impl Sql {
                    (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'processing'), \
                    (SELECT count(*) FROM {s}.dead WHERE queue = $2::text), \
                    (SELECT t FROM n) - p.oldest, \
-                   EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+                   EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text), \
+                   (SELECT count(*) FROM {s}.jobs WHERE queue = $2::text AND state = 'waiting') \
                  FROM p"
             ),
             // Pending rows: the jobs_ready index orders by priority first, so
@@ -142,6 +143,7 @@ pub(crate) async fn stats(cx: &Ctx<'_>, queue: &str) -> Result<QueueStats> {
         dead: col(&row, 3)?,
         oldest_ready_age_s: col(&row, 4)?,
         paused: col(&row, 5)?,
+        waiting: col(&row, 6)?,
     })
 }
 

@@ -34,10 +34,12 @@ impl Sql {
                    SELECT * FROM {s}.dead WHERE id = ANY(ARRAY({picked})) FOR UPDATE), \
                  moved AS ( \
                    INSERT INTO {s}.jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-                     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key) \
+                     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key, \
+                     parents_left, on_failure, keep_result_s, has_children) \
                    OVERRIDING SYSTEM VALUE \
                    SELECT id, queue, 'pending', payload, priority, 0, max_attempts, claim_token, visibility_timeout_s, \
-                     backoff_base_s, dead_retention_s, enqueued_at, (SELECT t FROM n), expires_at, unique_key, group_key \
+                     backoff_base_s, dead_retention_s, enqueued_at, (SELECT t FROM n), expires_at, unique_key, group_key, \
+                     parents_left, on_failure, keep_result_s, has_children \
                    FROM picked ORDER BY id \
                    ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING \
                    RETURNING id, queue), \
@@ -56,6 +58,10 @@ async fn requeue(cx: &Ctx<'_>, queue: &str, pick: &DeadPick<'_>) -> Result<Vec<i
     let rows = cx.query(&cx.sql.redrive.requeue, &[&cx.offset, &queue, &ids, &pick.older_than_s, &limit]).await?;
     let mut moved = rows.iter().map(|r| col::<i64>(r, 0)).collect::<Result<Vec<_>>>()?;
     moved.sort_unstable();
+    if !moved.is_empty() {
+        // A redriven child waits again for its parents that are not acked (SPEC §25).
+        super::workflows::relink(cx, &moved).await?;
+    }
     Ok(moved)
 }
 
@@ -68,7 +74,7 @@ async fn purge(cx: &Ctx<'_>, queue: &str, pick: &DeadPick<'_>) -> Result<i64> {
 
 impl RedriveOps for PgEngine {
     fn requeue_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<Vec<i64>> {
-        self.run(tx, async |cx| requeue(cx, queue, pick).await)
+        self.run_atomic(tx, async |cx| requeue(cx, queue, pick).await)
     }
 
     fn purge_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<i64> {

@@ -30,6 +30,8 @@ impl Sql {
             // so the purge cannot see the rows it just moved; instead a moved
             // row whose retention is 0 (purge_at = now) is not inserted and is
             // counted as purged — the same end state and counts as the two steps.
+            // A parent (has_children) is inserted all the same, so migration
+            // 0012's trigger reads its death as one; the next sweep purges it.
             sweep: format!(
                 "{NOW}, \
                  moved AS ( \
@@ -39,7 +41,7 @@ impl Sql {
                    RETURNING *), \
                  kept AS ( \
                    {into_dead} SELECT {DEAD_SELECT}, 'expired', {DEAD_VALUES} FROM moved \
-                   WHERE dead_retention_s IS NULL OR dead_retention_s > 0), \
+                   WHERE dead_retention_s IS NULL OR dead_retention_s > 0 OR has_children), \
                  purged AS ( \
                    DELETE FROM {s}.dead WHERE queue = $2::text AND purge_at <= (SELECT t FROM n) RETURNING 1), \
                  freed AS (SELECT {freed} FROM moved WHERE state = 'processing' LIMIT 1) \
@@ -55,6 +57,8 @@ impl Sql {
 /// Sweeps `queue`.
 pub(crate) async fn sweep_expired(cx: &Ctx<'_>, queue: &str) -> Result<Swept> {
     let row = cx.query_one(&cx.sql.sweep.sweep, &[&cx.offset, &queue]).await?;
+    // Kept results past their keep_result (SPEC §25) go with the sweep too.
+    cx.execute(&cx.sql.workflows.purge_results, &[&cx.offset, &queue]).await?;
     Ok(Swept { expired: col(&row, 0)?, purged: col(&row, 1)? })
 }
 

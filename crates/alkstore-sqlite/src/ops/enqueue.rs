@@ -74,10 +74,26 @@ pub(crate) fn enqueue(
     opts: &QueueOpts,
     jobs: &[NewJob],
 ) -> Result<Vec<i64>> {
-    if let [job] = jobs {
-        return Ok(vec![insert(conn, offset, queue, opts, job)?]);
+    if !jobs.iter().any(NewJob::in_workflow) {
+        if let [job] = jobs {
+            return Ok(vec![insert(conn, offset, queue, opts, job)?]);
+        }
+        return atomic(conn, scope, |c| jobs.iter().map(|job| insert(c, offset, queue, opts, job)).collect());
     }
-    atomic(conn, scope, |c| jobs.iter().map(|job| insert(c, offset, queue, opts, job)).collect())
+    // Workflow jobs (SPEC §25): every parent id checked before any write,
+    // then each job inserted and linked to its parents.
+    atomic(conn, scope, |c| {
+        super::workflows::check_issued(c, jobs)?;
+        jobs.iter()
+            .map(|job| {
+                let id = insert(c, offset, queue, opts, job)?;
+                if job.in_workflow() {
+                    super::workflows::link(c, offset, id, job)?;
+                }
+                Ok(id)
+            })
+            .collect()
+    })
 }
 
 #[inline]

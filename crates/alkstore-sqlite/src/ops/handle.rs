@@ -25,8 +25,20 @@ macro_rules! valid_bound_now {
     };
 }
 
-/// `ack`: a valid handle's row is deleted.
-pub(crate) const ACK: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!());
+/// `ack`: a valid handle's row is deleted, unless it keeps its result
+/// (that is [`super::workflows::ack_flow`]'s). A parent's children are
+/// settled by migration 0012's trigger, whose `WHEN has_children` a plain
+/// job fails, so a plain ack never reads the edges.
+pub(crate) const ACK: &str =
+    concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!(), " AND keep_result_s IS NULL");
+
+/// The ack of a handle given a result: a plain job's, which drops the result
+/// (no children to need it, no `keep_result`).
+pub(crate) const ACK_DROP_RESULT: &str =
+    concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!(), " AND keep_result_s IS NULL AND has_children = 0");
+
+/// Any valid handle's row deleted: the last step of the workflow ack.
+pub(crate) const ACK_ANY: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!());
 
 /// `retry` under budget: back to pending after `?5` seconds. A pending job
 /// holds no lease (SPEC §4.4): worker_id and deadline are cleared, while
@@ -61,22 +73,35 @@ pub(crate) const FAIL_MOVE: &str = live_to_dead!("?5", "?4", valid_bound_now!())
 /// The second half of [`FAIL_MOVE`], same predicate, same `now`.
 pub(crate) const FAIL_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_bound_now!());
 
+/// The plain ack of one handle (`sql`: [`ACK`], or [`ACK_DROP_RESULT`]):
+/// true when it deleted the row.
+pub(crate) fn ack_plain(conn: &Connection, sql: &str, offset: i64, job: &Claimed) -> Result<bool> {
+    let n = conn
+        .prepare_cached(sql)
+        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset]))
+        .db()?;
+    Ok(n == 1)
+}
+
 /// Deletes every valid handle's row; returns how many landed. One handle
-/// outside a caller transaction is a single autocommit DELETE.
+/// outside a caller transaction is a single autocommit DELETE; a handle the
+/// plain DELETE leaves (invalid, or keeping its result) goes on to the
+/// workflow ack, in a transaction of its own (or a savepoint in the caller's).
 pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
-    let delete_all = |c: &Connection| -> Result<usize> {
-        let mut stmt = c.prepare_cached(ACK).db()?;
+    let ack_all = |c: &Connection, inner: Scope| -> Result<usize> {
         let mut landed = 0;
         for job in jobs {
-            landed += stmt.execute(params![job.id, job.worker_id, job.claim_token, offset]).db()?;
+            if ack_plain(c, ACK, offset, job)? || super::workflows::ack_flow(c, inner, offset, job, None)? {
+                landed += 1;
+            }
         }
         Ok(landed)
     };
     if scope == Scope::Caller || jobs.len() == 1 {
         // Inside the caller's transaction each DELETE already lands with it.
-        return delete_all(conn);
+        return ack_all(conn, scope);
     }
-    atomic(conn, Scope::Own, delete_all)
+    atomic(conn, Scope::Own, |c| ack_all(c, Scope::Caller))
 }
 
 /// Back to pending after `delay` seconds (resolved by the Store, which

@@ -36,7 +36,8 @@ macro_rules! insert_dead {
     () => {
         "INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, \
          claim_token, visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, \
-         claimed_at, deadline, worker_id, expires_at, unique_key, group_key, last_error, died_at, purge_at) "
+         claimed_at, deadline, worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, \
+         has_children, last_error, died_at, purge_at) "
     };
 }
 
@@ -48,7 +49,8 @@ macro_rules! live_to_dead {
             insert_dead!(),
             "SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, \
-             deadline, worker_id, expires_at, unique_key, group_key, ",
+             deadline, worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, \
+             has_children, ",
             $err,
             ", ",
             $now,
@@ -75,3 +77,4 @@ pub(crate) mod redrive;
 pub(crate) mod schedules;
 pub(crate) mod streams;
 pub(crate) mod sweep;
+pub(crate) mod workflows;

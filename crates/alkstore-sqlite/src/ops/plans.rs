@@ -206,3 +206,82 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
     assert!(lines.iter().any(|l| l.contains("USING INDEX __alkstore_jobs_ready (queue=?)")), "{lines:?}");
     Ok(())
 }
+
+/// The workflow statements (SPEC §25) seek by key: a parent's ack, a link
+/// and the reads touch the rows of one job and its edges, never a scan of
+/// the jobs, the edges or the results. The triggers' settle step is checked
+/// through the same shape (a trigger body cannot be EXPLAINed).
+#[test]
+fn workflow_plans_seek_by_key() -> Result<()> {
+    use super::workflows::{
+        CHILDREN, DEAD_PARENT, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS, PARENTS, PARENT_RESULTS,
+        PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS, RESULT,
+    };
+    const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1, \
+         state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END \
+         WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
+         AND +state = 'waiting'";
+    for analyze in [false, true] {
+        let conn = populated(analyze)?;
+        for sql in [
+            KEEP_RESULT,
+            super::handle::ACK_ANY,
+            super::handle::ACK_DROP_RESULT,
+            super::cancel::CANCEL_MARK,
+            LINK_EDGES,
+            LINK_PARENTS,
+            LINK_CHILD,
+            DEAD_PARENT,
+            RESULT,
+            PARENT_RESULTS,
+            PARENTS,
+            CHILDREN,
+            RELINK_EDGES,
+            RELINK_PARENTS,
+            RELINK_CHILDREN,
+            SETTLE,
+        ] {
+            let lines = plan(&conn, sql)?;
+            // json_each (a virtual table) is the input list: scanning it is the point.
+            let scans: Vec<&String> = lines
+                .iter()
+                .filter(|l| l.starts_with("SCAN") && !l.contains("VIRTUAL TABLE") && !l.contains("CONSTANT ROW"))
+                .collect();
+            assert!(scans.is_empty(), "{sql}\n{}", lines.join("\n"));
+        }
+        let lines = plan(&conn, PURGE_RESULTS)?;
+        assert!(lines.iter().any(|l| l.contains("__alkstore_results_expiring")), "{}", lines.join("\n"));
+        let lines = plan(&conn, STATS)?;
+        assert!(lines.iter().any(|l| l.contains("__alkstore_jobs_waiting")), "{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+/// The workflow ack's and the link's statements stay compiled across calls.
+#[test]
+fn workflow_statements_are_never_reprepared() -> Result<()> {
+    use super::workflows::{KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS};
+    use rusqlite::types::Value;
+    use rusqlite::StatementStatus;
+    let conn = populated(false)?;
+    let cases: [(&str, Vec<Value>); 4] = [
+        (KEEP_RESULT, vec![1.into(), Value::Text("w".into()), 1.into(), 0.into(), Value::Text("1".into())]),
+        (LINK_EDGES, vec![3000.into(), Value::Text("[1,2]".into())]),
+        (LINK_PARENTS, vec![3000.into()]),
+        (LINK_CHILD, vec![3000.into(), Value::Null, Value::Text("cancel".into())]),
+    ];
+    for (sql, params) in cases {
+        let mut st = conn.prepare(sql).db()?;
+        for _ in 0..2 {
+            for (i, v) in params.iter().enumerate() {
+                st.raw_bind_parameter(i + 1, v).db()?;
+            }
+            let mut rows = st.raw_query();
+            while rows.next().db()?.is_some() {}
+            drop(rows);
+            st.clear_bindings();
+        }
+        assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql} re-prepared");
+    }
+    Ok(())
+}

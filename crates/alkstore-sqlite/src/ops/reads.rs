@@ -54,7 +54,8 @@ UNION SELECT queue FROM __alkstore_dead UNION SELECT queue FROM __alkstore_pause
 UNION SELECT queue FROM __alkstore_limits ORDER BY queue";
 
 /// `stats` (SPEC §4.4): ready pending (unswept expired included), scheduled,
-/// processing (lapsed included), dead, age of the oldest ready row, paused.
+/// processing (lapsed included), dead, age of the oldest ready row, paused,
+/// waiting for parents (SPEC §25).
 /// One statement, so `unixepoch()` is one instant for every count.
 pub(crate) const STATS: &str = "\
 SELECT r.ready, \
@@ -62,7 +63,8 @@ SELECT r.ready, \
 (SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'processing'), \
 (SELECT count(*) FROM __alkstore_dead WHERE queue = ?1), \
 unixepoch() + ?2 - r.oldest, \
-EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1) \
+EXISTS (SELECT 1 FROM __alkstore_paused WHERE queue = ?1), \
+(SELECT count(*) FROM __alkstore_jobs WHERE queue = ?1 AND state = 'waiting') \
 FROM (SELECT count(*) AS ready, min(run_at) AS oldest FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?2) AS r";
 
@@ -130,6 +132,7 @@ pub(crate) fn stats(conn: &Connection, offset: i64, queue: &str) -> Result<Queue
                     dead: r.get(3)?,
                     oldest_ready_age_s: r.get(4)?,
                     paused: r.get(5)?,
+                    waiting: r.get(6)?,
                 })
             })
         })

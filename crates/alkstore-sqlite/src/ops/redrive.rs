@@ -24,9 +24,11 @@ macro_rules! picked {
 /// row stays dead; RETURNING lists the rows that moved.
 pub(crate) const REQUEUE: &str = concat!(
     "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key) \
+     visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, expires_at, unique_key, group_key, \
+     parents_left, on_failure, keep_result_s, has_children) \
      SELECT id, queue, 'pending', payload, priority, 0, max_attempts, claim_token, visibility_timeout_s, \
-     backoff_base_s, dead_retention_s, enqueued_at, ?3, expires_at, unique_key, group_key ",
+     backoff_base_s, dead_retention_s, enqueued_at, ?3, expires_at, unique_key, group_key, \
+     parents_left, on_failure, keep_result_s, has_children ",
     picked!(),
     " ON CONFLICT (queue, unique_key) WHERE unique_key IS NOT NULL DO NOTHING RETURNING id"
 );
@@ -53,7 +55,9 @@ fn requeue(c: &Connection, offset: i64, queue: &str, pick: &DeadPick<'_>) -> Res
     };
     if !moved.is_empty() {
         let ids = serde_json::to_string(&moved).unwrap_or_else(|_| "[]".into());
-        c.prepare_cached(REQUEUE_DELETE).and_then(|mut s| s.execute([ids])).db()?;
+        c.prepare_cached(REQUEUE_DELETE).and_then(|mut s| s.execute([&ids])).db()?;
+        // A redriven child waits again for its parents that are not acked (SPEC §25).
+        super::workflows::relink(c, &moved)?;
     }
     moved.sort_unstable();
     Ok(moved)

@@ -40,6 +40,8 @@ pub(crate) fn sweep_expired(conn: &Connection, offset: i64, queue: &str) -> Resu
             ));
         }
         let purged = exec(PURGE)?;
+        // Kept results past their keep_result (SPEC §25) go with the sweep too.
+        exec(super::workflows::PURGE_RESULTS)?;
         Ok(Swept { expired: moved as i64, purged: purged as i64 })
     })
 }

@@ -1,0 +1,417 @@
+//! Workflows (SPEC §25): a child waits for its parents, is released by the
+//! last parent's ack in that ack's transaction, dies (or runs) when a
+//! parent fails, and reads its parents' results.
+
+use std::sync::Barrier;
+
+use alkstore_core::{Claimed, Error, JobState, NewJob, OnFailure, QueueOpts};
+
+use crate::concurrency::{on_threads, reopened};
+use crate::{job, opts, Db, Harness, TestResult};
+
+/// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
+#[rustfmt::skip] #[doc(hidden)] #[macro_export]
+macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness; workflows {
+    a_child_waits_until_every_parent_is_acked, a_waiting_child_is_never_claimed,
+    a_graph_in_one_transaction_lands_together_or_not_at_all, a_child_may_join_its_parents_transaction,
+    a_three_level_chain_where_the_middle_dies_kills_the_rest, a_cancelled_parent_kills_its_descendants,
+    on_failure_run_releases_the_child_once_every_parent_settled, an_issued_but_gone_parent_counts_as_done,
+    a_never_issued_parent_is_a_value_error_and_writes_nothing, a_parent_dead_at_enqueue_applies_on_failure,
+    exhaustion_at_claim_kills_the_children, expiry_kills_the_children,
+    concurrent_acks_of_the_last_two_parents_release_the_child_once, fan_out_releases_every_child_in_one_ack,
+    results_are_kept_for_keep_result_or_while_a_child_needs_them, parent_results_name_every_parent,
+    a_dead_jobs_result_has_its_error, requeue_dead_child_waits_for_parents_not_acked, job_edges_list_parents_and_children,
+    a_plain_ack_of_a_batch_with_workflow_jobs_settles_each, a_parent_expired_without_retention_still_kills,
+    cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
+} } } }
+
+/// A job waiting for `after`, failing as `mode`.
+fn child(payload: &str, after: &[i64], mode: OnFailure) -> NewJob {
+    NewJob { after: after.to_vec(), on_failure: mode, ..job(payload) }
+}
+
+/// Claims and acks the one ready job of `queue`; its id.
+fn run_one<H: Harness>(db: &Db<H>, queue: &str) -> TestResult<i64> {
+    let c = db.take(queue, "w")?;
+    assert_eq!(db.store.ack(None, &[&c])?, 1);
+    Ok(c.id)
+}
+
+fn state<H: Harness>(db: &Db<H>, queue: &str, id: i64) -> TestResult<Option<JobState>> {
+    Ok(db.store.get_job(None, queue, id)?.map(|j| j.state))
+}
+
+fn last_error<H: Harness>(db: &Db<H>, queue: &str, id: i64) -> TestResult<Option<String>> {
+    Ok(db.store.get_job(None, queue, id)?.and_then(|j| j.last_error))
+}
+
+pub fn a_child_waits_until_every_parent_is_acked<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[a, b], OnFailure::Cancel))?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting));
+    assert_eq!((s.stats("c")?.waiting, s.stats("c")?.pending), (1, 0));
+    assert_eq!(run_one(db, "p")?, a);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "one parent left");
+    assert_eq!(run_one(db, "p")?, b);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "released by the last ack");
+    assert_eq!((s.stats("c")?.waiting, s.stats("c")?.pending), (0, 1));
+    assert_eq!(run_one(db, "c")?, c);
+    Ok(())
+}
+
+pub fn a_waiting_child_is_never_claimed<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    db.put_job("q", &opts(), child("waits", &[a], OnFailure::Run))?;
+    let plain = db.put("q", &opts(), "plain")?;
+    let got = db.store.claim("q", "w", 10)?;
+    assert_eq!(got.iter().map(|c| c.id).collect::<Vec<_>>(), vec![plain]);
+    assert!(db.store.claim("q", "w", 10)?.is_empty());
+    Ok(())
+}
+
+pub fn a_graph_in_one_transaction_lands_together_or_not_at_all<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let mut tx = s.begin()?;
+    let ps = s.enqueue(Some(&mut tx), "p", &opts(), &[job("a"), job("b")])?;
+    let c = s.enqueue(Some(&mut tx), "c", &opts(), &[child("c", &ps, OnFailure::Cancel)])?[0];
+    s.enqueue(Some(&mut tx), "d", &opts(), &[child("d", &[c], OnFailure::Cancel)])?;
+    tx.rollback()?;
+    for q in ["p", "c", "d"] {
+        assert_eq!(s.stats(q)?, Default::default(), "nothing of {q} left");
+    }
+    assert!(s.job_edges(c)?.parents.is_empty(), "no edge left");
+    Ok(())
+}
+
+pub fn a_child_may_join_its_parents_transaction<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let mut tx = s.begin()?;
+    let ps = s.enqueue(Some(&mut tx), "p", &opts(), &[job("a"), job("b")])?;
+    let c = s.enqueue(Some(&mut tx), "c", &opts(), &[child("c", &ps, OnFailure::Cancel)])?[0];
+    tx.commit()?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting));
+    run_one(db, "p")?;
+    run_one(db, "p")?;
+    assert_eq!(run_one(db, "c")?, c);
+    Ok(())
+}
+
+pub fn a_three_level_chain_where_the_middle_dies_kills_the_rest<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("q", &opts(), "a")?;
+    let b = db.put_job("q", &opts(), child("b", &[a], OnFailure::Cancel))?;
+    let c = db.put_job("q", &opts(), child("c", &[b], OnFailure::Cancel))?;
+    let d = db.put_job("q", &opts(), child("d", &[c], OnFailure::Cancel))?;
+    let runs = db.put_job("r", &opts(), child("runs anyway", &[b], OnFailure::Run))?;
+    assert_eq!(run_one(db, "q")?, a);
+    let mid = db.take("q", "w")?;
+    assert_eq!(mid.id, b);
+    assert!(s.fail(None, &mid, "boom")?);
+    assert_eq!(state(db, "q", c)?, Some(JobState::Dead));
+    assert_eq!(last_error(db, "q", c)?.as_deref(), Some(format!("parent job {b} died: boom").as_str()));
+    assert_eq!(state(db, "q", d)?, Some(JobState::Dead), "transitively");
+    assert_eq!(
+        last_error(db, "q", d)?.as_deref(),
+        Some(format!("parent job {c} died: parent job {b} died: boom").as_str())
+    );
+    assert_eq!(state(db, "r", runs)?, Some(JobState::Pending), "on_failure=run counts the death as settled");
+    assert_eq!(s.stats("q")?.dead, 3);
+    Ok(())
+}
+
+pub fn a_cancelled_parent_kills_its_descendants<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("q", &opts(), "a")?;
+    let b = db.put_job("q", &opts(), child("b", &[a], OnFailure::Cancel))?;
+    let c = db.put_job("q", &opts(), child("c", &[b], OnFailure::Cancel))?;
+    assert!(db.store.cancel(None, "q", a)?);
+    assert_eq!(last_error(db, "q", b)?.as_deref(), Some(format!("parent job {a} was cancelled").as_str()));
+    assert_eq!(state(db, "q", c)?, Some(JobState::Dead));
+    // A cancelled waiting child is gone and so are its edges.
+    let p = db.put("q", &opts(), "p")?;
+    let w = db.put_job("q", &opts(), child("w", &[p], OnFailure::Cancel))?;
+    assert!(db.store.cancel(None, "q", w)?);
+    assert!(db.store.job_edges(p)?.children.is_empty());
+    assert_eq!(run_one(db, "q")?, p, "the parent's ack finds no child");
+    Ok(())
+}
+
+pub fn on_failure_run_releases_the_child_once_every_parent_settled<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[a, b], OnFailure::Run))?;
+    let ha = db.take("p", "w")?;
+    assert!(s.fail(None, &ha, "nope")?);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "b has not settled");
+    run_one(db, "p")?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending));
+    let results = s.parent_results(None, c)?;
+    assert_eq!(results.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![a, b]);
+    let dead = results[0].1.as_ref().ok_or("a's outcome")?;
+    assert_eq!((dead.state.as_str(), dead.error.as_deref()), ("dead", Some("nope")));
+    Ok(())
+}
+
+pub fn an_issued_but_gone_parent_counts_as_done<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    run_one(db, "p")?;
+    let live = db.put("p", &opts(), "live")?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "acked before the child: done");
+    let d = db.put_job("c", &opts(), child("d", &[a, live], OnFailure::Cancel))?;
+    assert_eq!(db.store.get_job(None, "c", d)?.map(|j| j.state), Some(JobState::Waiting));
+    run_one(db, "p")?;
+    assert_eq!(state(db, "c", d)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn a_never_issued_parent_is_a_value_error_and_writes_nothing<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let never = a + 1_000_000;
+    let err = s.enqueue(None, "c", &opts(), &[job("first"), child("c", &[a, never], OnFailure::Cancel)]);
+    assert_eq!(err, Err(Error::Value(format!("after: job {never} was never issued by this store"))));
+    assert_eq!(s.stats("c")?, Default::default(), "nothing written");
+    assert!(s.job_edges(a)?.children.is_empty());
+    // In a caller's transaction the refusal leaves the transaction usable.
+    let mut tx = s.begin()?;
+    assert!(matches!(
+        s.enqueue(Some(&mut tx), "c", &opts(), &[child("c", &[never], OnFailure::Run)]),
+        Err(Error::Value(_))
+    ));
+    let ok = s.enqueue(Some(&mut tx), "c", &opts(), &[child("c", &[a], OnFailure::Run)])?[0];
+    tx.commit()?;
+    assert_eq!(state(db, "c", ok)?, Some(JobState::Waiting));
+    // Ids are checked in core first.
+    assert!(matches!(s.enqueue(None, "c", &opts(), &[child("c", &[0], OnFailure::Run)]), Err(Error::Value(_))));
+    Ok(())
+}
+
+pub fn a_parent_dead_at_enqueue_applies_on_failure<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let h = db.take("p", "w")?;
+    assert!(db.store.fail(None, &h, "gone wrong")?);
+    let killed = db.put_job("c", &opts(), child("k", &[a], OnFailure::Cancel))?;
+    assert_eq!(state(db, "c", killed)?, Some(JobState::Dead));
+    assert_eq!(last_error(db, "c", killed)?.as_deref(), Some(format!("parent job {a} died: gone wrong").as_str()));
+    let runs = db.put_job("c", &opts(), child("r", &[a], OnFailure::Run))?;
+    assert_eq!(state(db, "c", runs)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn exhaustion_at_claim_kills_the_children<H: Harness>(db: &Db<H>) -> TestResult {
+    let once = QueueOpts { max_attempts: 1, ..opts() };
+    let a = db.put("p", &once, "a")?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    db.take("p", "w")?;
+    db.clock(31)?;
+    assert!(db.one("p", "w")?.is_none(), "the lapsed lease is exhausted");
+    assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} died: attempts exhausted").as_str()));
+    Ok(())
+}
+
+pub fn expiry_kills_the_children<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put_job("p", &opts(), NewJob { expires_s: Some(10), ..job("a") })?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    let r = db.put_job("c", &opts(), child("r", &[a], OnFailure::Run))?;
+    db.clock(11)?;
+    assert_eq!(db.store.sweep_expired("p")?.expired, 1);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Dead));
+    assert_eq!(state(db, "c", r)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn concurrent_acks_of_the_last_two_parents_release_the_child_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let stores = reopened(db, 2)?;
+    for round in 0..20 {
+        let ps = db.store.enqueue(None, "p", &opts(), &[job("x"), job("y")])?;
+        let c = db.put_job("c", &opts(), child(&round.to_string(), &ps, OnFailure::Cancel))?;
+        let held: Vec<Claimed> = db.store.claim("p", "w", 2)?;
+        assert_eq!(held.len(), 2);
+        let barrier = Barrier::new(2);
+        let landed = on_threads(&stores, |i, s| {
+            barrier.wait();
+            s.ack(None, &[&held[i]])
+        })?;
+        assert_eq!(landed, vec![1, 1]);
+        assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "round {round}");
+        let got = db.store.claim("c", "w", 10)?;
+        assert_eq!(got.iter().map(|g| g.id).collect::<Vec<_>>(), vec![c], "released exactly once");
+        assert_eq!(db.store.ack(None, &[&got[0]])?, 1);
+    }
+    assert_eq!(db.store.stats("c")?, Default::default());
+    Ok(())
+}
+
+pub fn fan_out_releases_every_child_in_one_ack<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let kids: Vec<NewJob> = (0..2000).map(|i| child(&i.to_string(), &[a], OnFailure::Cancel)).collect();
+    db.store.enqueue(None, "c", &opts(), &kids)?;
+    assert_eq!(db.store.stats("c")?.waiting, 2000);
+    run_one(db, "p")?;
+    let st = db.store.stats("c")?;
+    assert_eq!((st.waiting, st.pending), (0, 2000));
+    Ok(())
+}
+
+pub fn results_are_kept_for_keep_result_or_while_a_child_needs_them<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let kept = db.put_job("p", &opts(), NewJob { keep_result_s: Some(100), ..job("kept") })?;
+    let h = db.take("p", "w")?;
+    assert!(s.ack_result(None, &h, r#"{"sum": 3}"#)?);
+    let r = s.result(kept)?.ok_or("kept")?;
+    assert_eq!((r.state.as_str(), r.value.as_deref(), r.error), ("done", Some(r#"{"sum": 3}"#), None));
+    // Without keep_result and without children the result is not kept.
+    let plain = db.put("p", &opts(), "plain")?;
+    let h = db.take("p", "w")?;
+    assert!(s.ack_result(None, &h, "1")?);
+    assert_eq!(s.result(plain)?, None);
+    // A parent's result is kept while its child waits, and goes with the child.
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[a, b], OnFailure::Cancel))?;
+    let h = db.take("p", "w")?;
+    assert!(s.ack_result(None, &h, "\"A\"")?);
+    assert_eq!(s.result(a)?.and_then(|r| r.value).as_deref(), Some("\"A\""));
+    run_one(db, "p")?;
+    let hc = db.take("c", "w")?;
+    assert_eq!(hc.id, c);
+    assert_eq!(s.ack(None, &[&hc])?, 1);
+    assert_eq!(s.result(a)?, None, "no child needs it any more");
+    // keep_result passes, and the sweep drops it.
+    db.clock(101)?;
+    assert_eq!(s.result(kept)?, None, "past keep_result");
+    s.sweep_expired("p")?;
+    db.clock(-101)?;
+    assert_eq!(s.result(kept)?, None, "swept");
+    Ok(())
+}
+
+pub fn parent_results_name_every_parent<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[b, a], OnFailure::Cancel))?;
+    let ha = db.take("p", "w")?;
+    assert!(s.ack_result(None, &ha, "1")?);
+    let hb = db.take("p", "w")?;
+    assert_eq!(s.ack(None, &[&hb])?, 1);
+    let hc = db.take("c", "w")?;
+    let got = s.parent_results(None, hc.id)?;
+    assert_eq!(got.len(), 2);
+    assert_eq!((got[0].0, got[0].1.as_ref().and_then(|r| r.value.as_deref())), (a, Some("1")));
+    assert_eq!((got[1].0, got[1].1.as_ref().and_then(|r| r.value.as_deref())), (b, None), "acked without a result");
+    assert_eq!(hc.id, c);
+    Ok(())
+}
+
+pub fn a_dead_jobs_result_has_its_error<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("q", &opts(), "a")?;
+    let h = db.take("q", "w")?;
+    assert!(db.store.fail(None, &h, "bad input")?);
+    let r = db.store.result(a)?.ok_or("dead")?;
+    assert_eq!((r.state.as_str(), r.error.as_deref(), r.value), ("dead", Some("bad input"), None));
+    assert_eq!(db.store.result(a + 1000)?, None);
+    Ok(())
+}
+
+pub fn requeue_dead_child_waits_for_parents_not_acked<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[a, b], OnFailure::Cancel))?;
+    let ha = db.take("p", "w")?;
+    assert!(s.fail(None, &ha, "x")?);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Dead));
+    // a is dead, b still pending: the redriven child waits for both.
+    assert_eq!(s.requeue_dead(None, "c", Some(&[c]), 10)?, vec![c]);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting));
+    assert_eq!(s.requeue_dead(None, "p", Some(&[a]), 10)?, vec![a]);
+    run_one(db, "p")?;
+    run_one(db, "p")?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending));
+    // A child whose parents are all done goes straight to pending.
+    let d = db.put("p", &opts(), "d")?;
+    let e = db.put_job("c", &opts(), child("e", &[d], OnFailure::Cancel))?;
+    run_one(db, "p")?;
+    run_one(db, "c")?;
+    let he = db.take("c", "w")?;
+    assert_eq!(he.id, e);
+    assert!(s.fail(None, &he, "flaky")?);
+    assert_eq!(s.requeue_dead(None, "c", Some(&[e]), 10)?, vec![e]);
+    assert_eq!(state(db, "c", e)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn job_edges_list_parents_and_children<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[b, a, b], OnFailure::Cancel))?;
+    let d = db.put_job("c", &opts(), child("d", &[a], OnFailure::Run))?;
+    let e = db.store.job_edges(c)?;
+    assert_eq!((e.parents, e.children), (vec![a, b], vec![]));
+    assert_eq!(db.store.job_edges(a)?.children, vec![c, d]);
+    Ok(())
+}
+
+pub fn a_plain_ack_of_a_batch_with_workflow_jobs_settles_each<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let ps = s.enqueue(None, "p", &opts(), &[job("a"), job("plain"), job("b")])?;
+    let c = db.put_job("c", &opts(), child("c", &[ps[0], ps[2]], OnFailure::Cancel))?;
+    let held = s.claim("p", "w", 3)?;
+    let refs: Vec<&Claimed> = held.iter().collect();
+    assert_eq!(s.ack(None, &refs)?, 3);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn a_parent_expired_without_retention_still_kills<H: Harness>(db: &Db<H>) -> TestResult {
+    let gone = QueueOpts { dead_letter_retention_s: Some(0), ..opts() };
+    let a = db.put_job("p", &gone, NewJob { expires_s: Some(10), ..job("a") })?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    db.clock(11)?;
+    db.store.sweep_expired("p")?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "an expiry is a death, whatever the retention");
+    Ok(())
+}
+
+pub fn cancelling_a_processing_parent_kills_its_children<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    let r = db.put_job("c", &opts(), child("r", &[a], OnFailure::Run))?;
+    let h = db.take("p", "w")?;
+    let mut tx = db.store.begin()?;
+    assert!(db.store.cancel(Some(&mut tx), "p", a)?);
+    tx.commit()?;
+    assert_eq!(db.store.ack(None, &[&h])?, 0, "the holder's ack finds the row gone");
+    assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} was cancelled").as_str()));
+    assert_eq!(state(db, "c", r)?, Some(JobState::Pending));
+    Ok(())
+}
+
+pub fn one_enqueue_many_links_each_job_to_its_own_parents<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p", &opts(), "b")?;
+    let kept = NewJob { keep_result_s: Some(60), ..job("kept") };
+    let jobs = [
+        child("a1", &[a], OnFailure::Cancel),
+        child("a2", &[a], OnFailure::Cancel),
+        job("plain"),
+        child("b1", &[b], OnFailure::Run),
+        child("ab", &[a, b], OnFailure::Cancel),
+        kept,
+    ];
+    let ids = db.store.enqueue(None, "c", &opts(), &jobs)?;
+    let states: Vec<_> = ids.iter().map(|id| state(db, "c", *id)).collect::<TestResult<_>>()?;
+    let (w, p) = (Some(JobState::Waiting), Some(JobState::Pending));
+    assert_eq!(states, vec![w, w, p, w, w, p]);
+    assert_eq!(db.store.job_edges(a)?.children, vec![ids[0], ids[1], ids[4]]);
+    assert_eq!(db.store.job_edges(b)?.children, vec![ids[3], ids[4]]);
+    let ha = db.take("p", "w")?;
+    assert!(db.store.fail(None, &ha, "x")?);
+    let states: Vec<_> = ids.iter().map(|id| state(db, "c", *id)).collect::<TestResult<_>>()?;
+    assert_eq!(states, vec![Some(JobState::Dead), Some(JobState::Dead), p, w, Some(JobState::Dead), p]);
+    Ok(())
+}
