@@ -210,12 +210,13 @@ impl ClaimOps for PgEngine {
     fn ack_then_claim(&self, done: &Claimed, queue: &str, worker_id: &str, n: usize) -> Result<(usize, Vec<Claimed>)> {
         self.maintain();
         match self.recently_limited(queue) {
-            // The ack and the slot claim in one round trip; a queue not for
-            // slots is left to `claim` (the exclusive claims).
-            // One job: the ack hands its slot straight to the next (`slots::ack_handover`).
+            // One job of the acked job's queue: the ack hands its slot
+            // straight to the next (`slots::ack_handover`).
             Some(false) if n == 1 && done.queue == queue => {
                 return super::slots::ack_handover(self, done, queue, worker_id);
             }
+            // The ack and the slot claim in one round trip; a queue not for
+            // slots is left to `claim` (the exclusive claims).
             Some(false) => {
                 let (landed, found) = super::slots::claim(self, Some(done), queue, worker_id, n)?;
                 return Ok(match found {
