@@ -65,24 +65,29 @@ DECLARE
     woken text[];
     kids bigint[];
 BEGIN
-    -- The children still counting this parent, by the edges' primary key;
-    -- every statement below reads them by the jobs' primary key.
-    SELECT array_agg(child_id ORDER BY child_id) INTO kids
-      FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled;
-    IF kids IS NULL THEN
-        RETURN NULL;
-    END IF;
+    -- The children still counting this parent (by the edges' primary key;
+    -- every statement below reads them by the jobs' primary key), and for a
+    -- live row whether it moved to dead, in one query: a fan-in parent's
+    -- ack runs this and the UPDATE below, nothing else.
     IF TG_TABLE_NAME = 'dead' THEN
-        IF EXISTS (SELECT 1 FROM __SCHEMA__.jobs WHERE id = OLD.id) THEN
-            RETURN NULL;  -- redriven, not gone
+        SELECT array_agg(child_id ORDER BY child_id) INTO kids
+          FROM __SCHEMA__.edges WHERE parent_id = OLD.id AND NOT settled;
+        IF kids IS NULL OR EXISTS (SELECT 1 FROM __SCHEMA__.jobs WHERE id = OLD.id) THEN
+            RETURN NULL;  -- nothing counts it, or redriven, not gone
         END IF;
         ok := false;
         why := 'parent job ' || OLD.id || ' died: ' || OLD.last_error;
         at := floor(extract(epoch FROM clock_timestamp()))::bigint;
     ELSE
-        SELECT 'parent job ' || OLD.id || ' died: ' || d.last_error, d.died_at INTO why, at
-          FROM __SCHEMA__.dead d WHERE d.id = OLD.id;
-        IF FOUND THEN
+        SELECT (SELECT array_agg(e.child_id ORDER BY e.child_id) FROM __SCHEMA__.edges e
+                 WHERE e.parent_id = OLD.id AND NOT e.settled),
+               'parent job ' || OLD.id || ' died: ' || d.last_error, d.died_at
+          INTO kids, why, at
+          FROM (SELECT 1) AS one LEFT JOIN __SCHEMA__.dead d ON d.id = OLD.id;
+        IF kids IS NULL THEN
+            RETURN NULL;
+        END IF;
+        IF at IS NOT NULL THEN
             ok := false;
         ELSE
             ok := OLD.state <> 'cancelled';

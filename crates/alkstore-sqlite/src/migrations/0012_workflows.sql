@@ -64,16 +64,22 @@ CREATE INDEX IF NOT EXISTS __alkstore_results_expiring
 -- parent's id is never live again, so nothing reads them as unsettled.
 -- `+state`: the children are found through the parent's edges and read by
 -- primary key; a bare `state = 'waiting'` lets the planner walk every
--- waiting row of the store instead (checked in ops/plans.rs).
+-- waiting row of the store instead (checked in ops/plans.rs). The count and
+-- the release are two statements because an UPDATE that sets `state`
+-- rewrites the partial indexes on it even to the same value: one more page
+-- (the waiting index's) in every fan-in parent's commit. Measured with 5,000
+-- parents: 1.91x the bytes a plain ack writes with one statement, 1.45x with
+-- two.
 CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_acked AFTER DELETE ON __alkstore_jobs
 WHEN OLD.has_children = 1 AND OLD.state <> 'cancelled'
     AND NOT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = OLD.id)
 BEGIN
-    UPDATE __alkstore_jobs
-       SET parents_left = parents_left - 1,
-           state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END
+    UPDATE __alkstore_jobs SET parents_left = parents_left - 1
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
        AND +state = 'waiting';
+    UPDATE __alkstore_jobs SET state = 'pending'
+     WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
+       AND +state = 'waiting' AND parents_left = 0;
 END;
 
 -- Dead or cancelled: 'run' children count it as settled; 'cancel' children

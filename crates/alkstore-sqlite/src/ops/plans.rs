@@ -217,10 +217,12 @@ fn workflow_plans_seek_by_key() -> Result<()> {
         CHILDREN, DEAD_PARENT, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS, PARENTS, PARENT_RESULTS,
         PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS, RESULT,
     };
-    const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1, \
-         state = CASE WHEN parents_left = 1 THEN 'pending' ELSE 'waiting' END \
+    const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1 \
          WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
          AND +state = 'waiting'";
+    const RELEASE: &str = "UPDATE __alkstore_jobs SET state = 'pending' \
+         WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
+         AND +state = 'waiting' AND parents_left = 0";
     for analyze in [false, true] {
         let conn = populated(analyze)?;
         for sql in [
@@ -240,6 +242,7 @@ fn workflow_plans_seek_by_key() -> Result<()> {
             RELINK_PARENTS,
             RELINK_CHILDREN,
             SETTLE,
+            RELEASE,
         ] {
             let lines = plan(&conn, sql)?;
             // json_each (a virtual table) is the input list: scanning it is the point.
