@@ -203,23 +203,36 @@ class Injector:
         self.log.add("kill_producer", t0, time.time(), pid=p.popen.pid, mid_transaction=in_tx)
 
     def stop_worker(self) -> None:
-        p = self.sup.pick("worker", self.rng)
-        if p is None or p.popen.pid in self.stopped_pids:
+        """SIGSTOP past the lease, then SIGCONT: the zombie's late settle must be refused.
+
+        Now and then every worker process at once (a frozen machine): then nobody
+        reclaims the lapsed jobs before the zombies wake, and their late acks meet
+        rows still theirs but for the lease."""
+        every = self.rng.random() < 0.3
+        if every:
+            with self.sup.lock:
+                procs = [p for p in self.sup.procs.values() if p.role == "worker" and p.popen.poll() is None]
+        else:
+            one = self.sup.pick("worker", self.rng)
+            procs = [one] if one is not None else []
+        pids = [p.popen.pid for p in procs if p.popen.pid not in self.stopped_pids]
+        if not pids:
             return
-        pid = p.popen.pid
         length = self.cfg.vt + self.rng.uniform(2.5, 4.5)  # past the lease, whatever the last heartbeat
-        self.stopped_pids.add(pid)
+        self.stopped_pids.update(pids)
         t0 = time.time()
-        os.kill(pid, signal.SIGSTOP)
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
 
         def resume() -> None:
             time.sleep(length)
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            self.stopped_pids.discard(pid)
-            self.log.add("stop_worker", t0, time.time(), pid=pid)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                self.stopped_pids.discard(pid)
+            self.log.add("stop_worker", t0, time.time(), pids=pids, every_worker=every)
 
         t = threading.Thread(target=resume, daemon=True)
         t.start()

@@ -92,7 +92,8 @@ class Faults:
         self.stops: dict[int, list[tuple[float, float]]] = defaultdict(list)
         for f in faults:
             if f["kind"] == "stop_worker":
-                self.stops[f["pid"]].append((f["t0"], f["t1"]))
+                for pid in f["pids"]:
+                    self.stops[pid].append((f["t0"], f["t1"]))
 
     def impairment(self, pid: int, ts: float, te: float) -> tuple[float, str] | None:
         """The first fault that hit an execution of `pid` running over [ts, te]."""
