@@ -36,10 +36,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import alkstore  # noqa: E402
-import soak_check  # noqa: E402
-from soak_faults import FaultLog, PrivatePostgres  # noqa: E402
-from soak_roles import (  # noqa: E402
+import contextlib
+
+import alkstore
+import soak_check
+from soak_faults import FaultLog, PrivatePostgres
+from soak_roles import (
     LIMITED,
     OUTBOX,
     REQ_KILL,
@@ -88,11 +90,10 @@ class Supervisor:
     def spawn(self, role: str, index: int) -> Proc:
         Flag(os.path.join(self.cfg.run_dir, f"flag-{role}-{index}")).set_request(REQ_NONE)
         self.spawned += 1
-        out = open(os.path.join(self.cfg.run_dir, f"{role}-{index}-{self.spawned}.out"), "wb")
-        popen = subprocess.Popen(
-            [sys.executable, ROLES_PY, role, self.cfg.dump(), str(index)], stdout=out, stderr=out
-        )
-        out.close()
+        with open(os.path.join(self.cfg.run_dir, f"{role}-{index}-{self.spawned}.out"), "wb") as out:
+            popen = subprocess.Popen(
+                [sys.executable, ROLES_PY, role, self.cfg.dump(), str(index)], stdout=out, stderr=out
+            )
         p = Proc(role, index, popen)
         with self.lock:
             self.procs[(role, index)] = p
@@ -121,10 +122,8 @@ class Supervisor:
 
     def kill(self, p: Proc) -> None:
         p.expected_death = True
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(p.popen.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         p.popen.wait()
 
     def stop_role(self, role: str, timeout: float = 60) -> None:
@@ -227,10 +226,8 @@ class Injector:
         def resume() -> None:
             time.sleep(length)
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
                 self.stopped_pids.discard(pid)
             self.log.add("stop_worker", t0, time.time(), pids=pids, every_worker=every)
 
@@ -339,7 +336,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Drain: producers stop, every queue empties, the subscriber catches up.
         sup.stop_role("producer")
         sup.stop_role("bulk")
-        queues = [store.queue(WORK), store.queue(LIMITED), store.outbox(OUTBOX)]
+        queues: list[Any] = [store.queue(WORK), store.queue(LIMITED), store.outbox(OUTBOX)]
 
         def drained() -> bool:
             for q in queues:
@@ -375,7 +372,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.engine == "sqlite":
             with store.transaction() as tx:
                 ok = tx.query("PRAGMA integrity_check")
-            if [list(r.values())[0] for r in ok] != ["ok"]:
+            if [next(iter(r.values())) for r in ok] != ["ok"]:
                 res.bad("sqlite integrity", str(ok))
         store.close()
     finally:
@@ -418,8 +415,9 @@ def summary(r: dict[str, Any]) -> str:
         f"re-executions {c.get('reexecutions')} {c.get('reexecutions_by_reason')}",
         f"producer transactions {c.get('producer_transactions')}",
         f"dead letters {c.get('dead_by_reason')}",
-        f"limited queue: at most {c.get('limited_max_concurrent')} at once; schedule: {c.get('schedule_fires')} "
-        f"fires for {c.get('schedule_boundaries')} boundaries; stream: {c.get('stream_events')} events, "
+        f"limited queue: at most {c.get('limited_max_concurrent')} at once; "
+        f"schedule: {c.get('schedule_fires')} fires for {c.get('schedule_boundaries')} boundaries; "
+        f"stream: {c.get('stream_events')} events, "
         f"{c.get('stream_replays')} replayed; outbox: {c.get('outbox_deliveries')} deliveries, "
         f"{c.get('outbox_duplicates')} duplicates",
         f"violations: {len(r['violations'])}",
@@ -431,7 +429,7 @@ def summary(r: dict[str, Any]) -> str:
 
 
 def render(out: str, paths: list[str]) -> None:
-    reports = [json.load(open(p)) for p in paths]
+    reports = [json.loads(Path(p).read_text()) for p in paths]
     kinds = sorted({k for r in reports for k in r["faults_by_kind"]})
     md = [
         "# Reliability: the soak with a ledger",
@@ -450,7 +448,9 @@ def render(out: str, paths: list[str]) -> None:
         + " |",
     ]
     for k in kinds:
-        md.append(f"| faults: `{k}` | " + " | ".join(str(r["faults_by_kind"].get(k, "—")) for r in reports) + " |")
+        md.append(
+            f"| faults: `{k}` | " + " | ".join(str(r["faults_by_kind"].get(k, "—")) for r in reports) + " |"
+        )
     for label, key in [
         ("ledger rows (committed business writes)", "ledger_rows"),
         ("jobs", "jobs"),
@@ -464,14 +464,18 @@ def render(out: str, paths: list[str]) -> None:
         if key is not None:
             cells = [str(r["counts"].get(key)) for r in reports]
         elif label.startswith("stream"):
-            cells = [f"{r['counts'].get('stream_events')} / {r['counts'].get('stream_replays')}" for r in reports]
+            cells = [
+                f"{r['counts'].get('stream_events')} / {r['counts'].get('stream_replays')}" for r in reports
+            ]
         elif label.startswith("outbox"):
             cells = [
-                f"{r['counts'].get('outbox_deliveries')} / {r['counts'].get('outbox_duplicates')}" for r in reports
+                f"{r['counts'].get('outbox_deliveries')} / {r['counts'].get('outbox_duplicates')}"
+                for r in reports
             ]
         else:
             cells = [
-                f"{r['counts'].get('schedule_fires')} / {r['counts'].get('schedule_boundaries')}" for r in reports
+                f"{r['counts'].get('schedule_fires')} / {r['counts'].get('schedule_boundaries')}"
+                for r in reports
             ]
         md.append(f"| {label} | " + " | ".join(cells) + " |")
     md.append("| **violations** | " + " | ".join(f"**{len(r['violations'])}**" for r in reports) + " |")
@@ -492,7 +496,9 @@ def render(out: str, paths: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--engine", choices=["sqlite", "postgres"])
-    ap.add_argument("--profile", choices=sorted(PROFILES), help="defaults for minutes/workers/producers/faults")
+    ap.add_argument(
+        "--profile", choices=sorted(PROFILES), help="defaults for minutes/workers/producers/faults"
+    )
     ap.add_argument("--minutes", type=float)
     ap.add_argument("--workers", type=int)
     ap.add_argument("--producers", type=int)

@@ -21,6 +21,7 @@ Definitions used below:
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -44,7 +45,8 @@ class Result:
 
 def _rows(store: alkstore.Store, sql: str) -> list[dict[str, Any]]:
     with store.transaction() as tx:
-        return tx.query(sql)
+        rows = tx.query(sql)
+    return rows
 
 
 def _all_jobs(q: Any, dead: bool) -> list[Any]:
@@ -115,11 +117,13 @@ class Faults:
             if f["kind"] in ("kill_worker", "stop_worker") or f["kind"].startswith("pg_"):
                 end = f["t1"] + self.cfg.vt + 3
                 if f["t0"] <= te and end >= ts:
-                    return f["kind"]
+                    return str(f["kind"])
         return None
 
 
-def check(cfg: Config, store: alkstore.Store, faults_list: list[dict[str, Any]], extra: dict[str, Any]) -> Result:
+def check(
+    cfg: Config, store: alkstore.Store, faults_list: list[dict[str, Any]], extra: dict[str, Any]
+) -> Result:
     res = Result()
     faults = Faults(faults_list, cfg)
     ledger = _rows(store, "SELECT key, kind, ref, producer, txn FROM ledger")
@@ -284,7 +288,7 @@ def check(cfg: Config, store: alkstore.Store, faults_list: list[dict[str, Any]],
                 res.reexecutions.append(f"{qname} job {job_id} attempt {a}: lost before it started ({why})")
     for key, ivs in valid.items():
         ivs.sort()
-        for (a0, a1, ua), (b0, b1, ub) in zip(ivs, ivs[1:], strict=False):
+        for (a0, a1, ua), (b0, b1, ub) in itertools.pairwise(ivs):
             if b0 < a1:
                 res.bad(
                     "overlapping valid executions",
@@ -340,15 +344,17 @@ def check(cfg: Config, store: alkstore.Store, faults_list: list[dict[str, Any]],
     index = {o: i for i, o in enumerate(offsets)}
     pos, replays = -1, 0
     for s in sorted(seen, key=lambda r: r["t"]):
-        i = index.get(s["off"])
-        if i is None:
+        idx = index.get(s["off"])
+        if idx is None:
             res.bad("subscriber saw an unknown event", f"offset {s['off']}")
             continue
-        if i > pos + 1:
-            res.bad("subscriber skipped events", f"after offset {offsets[pos] if pos >= 0 else 0} came {s['off']}")
-        elif i <= pos:
+        if idx > pos + 1:
+            res.bad(
+                "subscriber skipped events", f"after offset {offsets[pos] if pos >= 0 else 0} came {s['off']}"
+            )
+        elif idx <= pos:
             replays += 1
-        pos = max(pos, i)
+        pos = max(pos, idx)
     if offsets and pos != len(offsets) - 1:
         res.bad("subscriber did not catch up", f"saw up to index {pos} of {len(offsets)}")
     res.counts["stream_events"] = len(events)
@@ -365,6 +371,8 @@ def check(cfg: Config, store: alkstore.Store, faults_list: list[dict[str, Any]],
         res.bad("outbox duplicates without a fault", f"{dup}")
 
     res.counts["ledger_rows"] = len(ledger)
-    res.counts["jobs"] = len({(e["queue"], e["job_id"]) for e in execs} | {(n, j.id) for n, js in dead.items() for j in js})
+    res.counts["jobs"] = len(
+        {(e["queue"], e["job_id"]) for e in execs} | {(n, j.id) for n, js in dead.items() for j in js}
+    )
     res.counts["reexecutions"] = len(res.reexecutions)
     return res

@@ -64,7 +64,9 @@ class PrivatePostgres:
         if self.as_root:
             argv = ["runuser", "-u", "postgres", "--", *argv]
         out = subprocess.DEVNULL if quiet else None
-        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT if quiet else None, check=check).returncode
+        return subprocess.run(
+            argv, stdout=out, stderr=subprocess.STDOUT if quiet else None, check=check
+        ).returncode
 
     def _ctl(self, *args: str, check: bool = True) -> int:
         opts = (

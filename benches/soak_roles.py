@@ -23,6 +23,7 @@ certain; the bulk process says when its checkpoint is running.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -84,8 +85,9 @@ class Config:
 DDL = [
     "CREATE TABLE IF NOT EXISTS ledger (key TEXT PRIMARY KEY, kind TEXT NOT NULL, ref BIGINT NOT NULL, "
     "producer TEXT NOT NULL, txn TEXT NOT NULL, t DOUBLE PRECISION NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS execs (uid TEXT PRIMARY KEY, job_id BIGINT NOT NULL, queue TEXT NOT NULL, key TEXT, "
-    "attempt INTEGER NOT NULL, worker TEXT NOT NULL, pid INTEGER NOT NULL, enqueued_at DOUBLE PRECISION, "
+    "CREATE TABLE IF NOT EXISTS execs (uid TEXT PRIMARY KEY, job_id BIGINT NOT NULL, queue TEXT NOT NULL, "
+    "key TEXT, attempt INTEGER NOT NULL, worker TEXT NOT NULL, pid INTEGER NOT NULL, "
+    "enqueued_at DOUBLE PRECISION, "
     "t_start DOUBLE PRECISION NOT NULL, t_end DOUBLE PRECISION, outcome TEXT, landed INTEGER, err TEXT)",
     "CREATE TABLE IF NOT EXISTS seen (uid TEXT PRIMARY KEY, session TEXT NOT NULL, n INTEGER NOT NULL, "
     "off BIGINT NOT NULL, key TEXT NOT NULL, t DOUBLE PRECISION NOT NULL)",
@@ -277,10 +279,8 @@ def producer(cfg: Config, index: int) -> None:
 
 
 def _drop(conn: Any) -> None:
-    try:
+    with contextlib.suppress(Exception):
         conn.close()
-    except Exception:
-        pass
 
 
 def _duration_ms(rng: random.Random) -> int:
@@ -322,9 +322,20 @@ def worker(cfg: Config, index: int) -> None:
         key = p.get("key")
         with store.transaction() as tx:
             tx.execute(
-                "INSERT INTO execs (uid, job_id, queue, key, attempt, worker, pid, enqueued_at, t_start, landed) "
-                f"VALUES ({ins})",
-                [uid, job.id, job.queue, key, job.attempts, wid, pid, job.enqueued_at.timestamp(), t_start, None],
+                "INSERT INTO execs (uid, job_id, queue, key, attempt, worker, pid, enqueued_at, t_start, "
+                f"landed) VALUES ({ins})",
+                [
+                    uid,
+                    job.id,
+                    job.queue,
+                    key,
+                    job.attempts,
+                    wid,
+                    pid,
+                    job.enqueued_at.timestamp(),
+                    t_start,
+                    None,
+                ],
             )
         time.sleep(int(p.get("ms", 20)) / 1000)
         try:

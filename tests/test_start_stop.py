@@ -92,7 +92,9 @@ def test_workers_runners_and_subscribers_started_and_stopped_in_a_loop_lose_noth
             sub_stop = alkstore.StopToken()
             sub_seen = threading.Event()
 
-            def subscribe(r: int = rnd, stop: alkstore.StopToken = sub_stop, got: threading.Event = sub_seen) -> None:
+            def subscribe(
+                r: int = rnd, stop: alkstore.StopToken = sub_stop, got: threading.Event = sub_seen
+            ) -> None:
                 for ev in store.stream("events").subscribe("c", stop=stop):
                     with lock:
                         seen.append((r, ev.offset))
@@ -103,11 +105,12 @@ def test_workers_runners_and_subscribers_started_and_stopped_in_a_loop_lose_noth
                 t.start()
             with progress:
                 jobs_before, ticks_before = sum(handled.values()), len(ticks)
-                # Jobs handled and a schedule fire handled in this round.
-                assert progress.wait_for(
-                    lambda b=jobs_before, t=ticks_before: sum(handled.values()) >= b + 20 and len(ticks) > t,
-                    timeout=60,
-                )
+
+                def moved(b: int = jobs_before, t: int = ticks_before) -> bool:
+                    # Jobs handled and a schedule fire handled in this round.
+                    return sum(handled.values()) >= b + 20 and len(ticks) > t
+
+                assert progress.wait_for(moved, timeout=60)
             assert sub_seen.wait(60), "the subscriber saw an event this round"
             sub_stop.stop()
             for s in stops:
