@@ -72,10 +72,19 @@ class Config:
         return json.dumps(self.__dict__)
 
     def open(self) -> alkstore.Store:
-        if self.engine == "sqlite":
-            # A stopped process may hold the writer for seconds: wait rather than fail.
-            return alkstore.open(self.location, busy_timeout_ms=60000)
-        return alkstore.open(self.location)
+        # A process started again after a kill may find Postgres down (restarting,
+        # or killed too): keep trying for a while, as a supervisor would.
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if self.engine == "sqlite":
+                    # A stopped process may hold the writer for seconds: wait rather than fail.
+                    return alkstore.open(self.location, busy_timeout_ms=60000)
+                return alkstore.open(self.location)
+            except alkstore.DatabaseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def ph(self, n: int) -> list[str]:
         """n placeholders of this engine's SQL."""
