@@ -43,13 +43,14 @@ class PrivatePostgres:
     def __init__(self, log_dir: str) -> None:
         self.dir = tempfile.mkdtemp(prefix="alkstore-soak-pg-")
         self.data = os.path.join(self.dir, "data")
-        self.log = os.path.join(log_dir, "postgres.log")
+        # The server's log stays in its own directory (the postgres user may not
+        # reach log_dir, a test's private tmp_path say) and is copied there at close.
+        self.log = os.path.join(self.dir, "postgres.log")
+        self.log_copy = os.path.join(log_dir, "postgres.log")
         self.port = _free_port()
         self.as_root = os.geteuid() == 0
         if self.as_root:
             shutil.chown(self.dir, "postgres", "postgres")
-            open(self.log, "a").close()
-            shutil.chown(self.log, "postgres", "postgres")
         self._run(
             [_pg_bin("initdb"), "-D", self.data, "-A", "trust", "-U", "postgres", "-N", "-E", "UTF8"],
             quiet=True,
@@ -86,7 +87,8 @@ class PrivatePostgres:
             if self._ctl("start", check=False) == 0:
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"the private Postgres did not start; see {self.log}")
+        shutil.copyfile(self.log, self.log_copy)
+        raise RuntimeError(f"the private Postgres did not start; see {self.log_copy}")
 
     def restart(self, mode: str) -> None:
         self._ctl("restart", "-m", mode)
@@ -129,6 +131,8 @@ class PrivatePostgres:
 
     def close(self) -> None:
         self._ctl("stop", "-m", "immediate", check=False)
+        if os.path.exists(self.log):
+            shutil.copyfile(self.log, self.log_copy)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
