@@ -173,9 +173,14 @@ class Injector:
             if order:
                 kind = order.pop(0)
             else:
-                # A kind that has not landed yet (a checkpoint kill that kept missing) goes first.
-                done = {f["kind"] for f in self.log.faults}
-                kind = self.rng.choice([k for k in self.kinds if k not in done] or self.kinds)
+                # The kinds that landed least so far (a checkpoint kill that kept missing,
+                # say) go first, so a long run injects every kind about as often.
+                landed = {k: 0 for k in self.kinds}
+                for f in self.log.faults:
+                    if f["kind"] in landed:
+                        landed[f["kind"]] += 1
+                fewest = min(landed.values())
+                kind = self.rng.choice([k for k in self.kinds if landed[k] == fewest])
             try:
                 getattr(self, kind)()
             except Exception as exc:
