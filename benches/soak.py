@@ -52,6 +52,7 @@ from soak_roles import (
     ST_PARKED_IN_TX,
     STREAM,
     TICK,
+    WFCHILD,
     WORK,
     Config,
     Flag,
@@ -346,12 +347,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # Drain: producers stop, every queue empties, the subscriber catches up.
         sup.stop_role("producer")
         sup.stop_role("bulk")
-        queues: list[Any] = [store.queue(WORK), store.queue(LIMITED), store.outbox(OUTBOX)]
+        queues: list[Any] = [
+            store.queue(WORK),
+            store.queue(LIMITED),
+            store.outbox(OUTBOX),
+            store.queue(WFCHILD),
+        ]
 
         def drained() -> bool:
             for q in queues:
                 s = q.stats()
-                if s.pending or s.scheduled or s.processing:
+                if s.pending or s.scheduled or s.processing or getattr(s, "waiting", 0):
                     return False
             events = store.stream(STREAM).read(after=0, limit=1)
             last = store.stream(STREAM).read(after=store.stream(STREAM).get_offset("soak-checker"), limit=1)
@@ -429,7 +435,12 @@ def summary(r: dict[str, Any]) -> str:
         f"schedule: {c.get('schedule_fires')} fires for {c.get('schedule_boundaries')} boundaries; "
         f"stream: {c.get('stream_events')} events, "
         f"{c.get('stream_replays')} replayed; outbox: {c.get('outbox_deliveries')} deliveries, "
-        f"{c.get('outbox_duplicates')} duplicates",
+        f"{c.get('outbox_duplicates')} duplicates; workflows: "
+        + (
+            f"{c['workflow_children']} fan-in children, {c['workflow_children_cancelled']} cancelled"
+            if c.get("workflow_children")
+            else "not in this build"
+        ),
         f"violations: {len(r['violations'])}",
     ]
     lines += [f"  VIOLATION {v}" for v in r["violations"][:50]]
@@ -470,12 +481,20 @@ def render(out: str, paths: list[str]) -> None:
         ("outbox deliveries / duplicates", None),
         ("schedule fires / boundaries", None),
         ("limited queue (limit 2): most at once", "limited_max_concurrent"),
+        ("workflow fan-in children / cancelled by a dead parent", None),
     ]:
         if key is not None:
             cells = [str(r["counts"].get(key)) for r in reports]
         elif label.startswith("stream"):
             cells = [
                 f"{r['counts'].get('stream_events')} / {r['counts'].get('stream_replays')}" for r in reports
+            ]
+        elif label.startswith("workflow"):
+            cells = [
+                f"{r['counts'].get('workflow_children')} / {r['counts'].get('workflow_children_cancelled')}"
+                if r["counts"].get("workflow_children")
+                else "not in this build"
+                for r in reports
             ]
         elif label.startswith("outbox"):
             cells = [
@@ -511,7 +530,9 @@ EXPLAINED = """
   write) and, in the same transaction, enqueue 1-3 jobs, sometimes a job of the limited
   queue, an outbox message and a stream event; 12% are rolled back on purpose. Four in
   ten go through the application's own driver connection (`sqlite3` or psycopg) with
-  `conn=`, the rest through `store.transaction()`.
+  `conn=`, the rest through `store.transaction()`; where the build has workflows
+  (SPEC §25), a quarter of the latter also enqueue a fan-in child `after=` two of
+  their jobs.
 - **Workers** (`alkstore.Worker`, 3 handlers each) record each execution in a row
   committed when the handler starts, and settle the job (`ack`, or the deliberate
   `retry`/`fail` of some jobs) in the same transaction as the row's end, outcome and
@@ -553,6 +574,8 @@ faults kill processes, never the machine, so the page cache keeps every write.
 - the limited queue (`set_limits(concurrency=2)`) never ran more than 2 at once;
 - the schedule fired exactly once per boundary between its first and its last, never
   early;
+- a workflow child (a fan-in after two jobs, enqueued in the parents' transaction)
+  never started before both parents' acks, and went dead only when a parent died;
 - the stream kept commit order per producer, and the subscriber saw every event in
   order, replaying only after a restart; every committed outbox message was delivered;
 - no process crashed on its own; on SQLite, `PRAGMA integrity_check` says ok.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import alkstore
-from soak_roles import LIMITED, OUTBOX, STREAM, TICK, WORK, Config
+from soak_roles import LIMITED, OUTBOX, STREAM, TICK, WFCHILD, WORK, Config
 
 INF = float("inf")
 
@@ -135,7 +135,7 @@ def check(
     seen = _rows(store, "SELECT session, n, off, key, t FROM seen")
     delivered = _rows(store, "SELECT key, pid, t FROM delivered")
     txns = _journals(cfg.run_dir)
-    queues = {name: store.queue(name) for name in (WORK, LIMITED, TICK)}
+    queues = {name: store.queue(name) for name in (WORK, LIMITED, TICK, WFCHILD)}
     queues[OUTBOX] = store._outbox_queue(OUTBOX)
     dead = {name: _all_jobs(q, True) for name, q in queues.items()}
     live = {name: _all_jobs(q, False) for name, q in queues.items()}
@@ -157,7 +157,7 @@ def check(
     # -- producer transactions: committed ones have their rows, rolled back ones left nothing
     keys_anywhere: set[str] = {e["key"] for e in execs if e["key"]}
     keys_anywhere |= {d["key"] for d in delivered}
-    for name in (WORK, LIMITED, OUTBOX):
+    for name in (WORK, LIMITED, OUTBOX, WFCHILD):
         for j in dead[name] + live[name]:
             if isinstance(j.payload, dict) and "key" in j.payload:
                 keys_anywhere.add(j.payload["key"])
@@ -190,10 +190,10 @@ def check(
             acks[e["job_id"]] += 1
     dead_by_id = {name: {j.id: j for j in jobs} for name, jobs in dead.items()}
     delivered_by_key = Counter(d["key"] for d in delivered)
-    job_ids_of_ledger: dict[str, set[int]] = {WORK: set(), LIMITED: set()}
+    job_ids_of_ledger: dict[str, set[int]] = {WORK: set(), LIMITED: set(), WFCHILD: set()}
     for r in ledger:
         kind, ref = r["kind"], int(r["ref"])
-        if kind in (WORK, LIMITED):
+        if kind in (WORK, LIMITED, WFCHILD):
             job_ids_of_ledger[kind].add(ref)
             if acks.get(ref, 0) == 0 and ref not in dead_by_id[kind]:
                 res.bad("ledger row without its job", f"{r['key']} ({kind} job {ref}) never acked nor dead")
@@ -218,15 +218,17 @@ def check(
             if acks.get(j.id, 0) and name != OUTBOX:
                 res.bad("acked and dead", f"{name} job {j.id}")
             poison = isinstance(j.payload, dict) and j.payload.get("poison")
+            if name == WFCHILD:
+                continue  # checked with its parents below
             if not poison and name != OUTBOX:
                 res.bad("unexpected dead letter", f"{name} job {j.id}: {j.last_error}")
     res.counts["dead_by_reason"] = dict(dead_reasons)
 
     # -- no job from nowhere ---------------------------------------------------------
     for e in execs:
-        if e["queue"] in (WORK, LIMITED) and e["job_id"] not in job_ids_of_ledger[e["queue"]]:
+        if e["queue"] in (WORK, LIMITED, WFCHILD) and e["job_id"] not in job_ids_of_ledger[e["queue"]]:
             res.bad("job without a committed ledger row", f"{e['queue']} job {e['job_id']} ran")
-    for name in (WORK, LIMITED):
+    for name in (WORK, LIMITED, WFCHILD):
         for j in dead[name]:
             if j.id not in job_ids_of_ledger[name]:
                 res.bad("job without a committed ledger row", f"{name} job {j.id} is dead")
@@ -319,7 +321,7 @@ def check(
     for j in dead[TICK]:
         ticks[j.id] = j.enqueued_at.timestamp()
     first, final, every = extra["schedule_first"], extra["schedule_final"], extra["schedule_every"]
-    expected = (final - first) // every
+    expected = int((final - first) // every)
     res.counts["schedule_fires"] = len(ticks)
     res.counts["schedule_boundaries"] = expected
     if len(ticks) != expected:
@@ -369,6 +371,43 @@ def check(
     res.counts["outbox_duplicates"] = dup
     if dup and not any(f["kind"] in ("kill_worker",) or f["kind"].startswith("pg_") for f in faults_list):
         res.bad("outbox duplicates without a fault", f"{dup}")
+
+    # -- workflows: a child runs only after every parent was acked -------------------
+    links = _rows(store, "SELECT child, parent FROM wf")
+    parents_of: dict[int, list[int]] = defaultdict(list)
+    for link in links:
+        parents_of[int(link["child"])].append(int(link["parent"]))
+    acked_at: dict[int, float] = {}
+    for e in execs:
+        if e["queue"] == WORK and e["outcome"] == "ack" and e["landed"] == 1:
+            acked_at[e["job_id"]] = e["t_end"]
+    first_run: dict[int, float] = {}
+    for e in execs:
+        if e["queue"] == WFCHILD:
+            first_run[e["job_id"]] = min(first_run.get(e["job_id"], INF), e["t_start"])
+    dead_children = dead_by_id[WFCHILD]
+    for child, parents in parents_of.items():
+        if child not in job_ids_of_ledger[WFCHILD]:
+            continue  # its transaction did not commit (checked above)
+        parent_dead = [p for p in parents if p in dead_by_id[WORK]]
+        if child in first_run:
+            unacked = [p for p in parents if p not in acked_at]
+            if unacked:
+                res.bad(
+                    "workflow child ran before its parents were acked", f"child {child}, parents {unacked}"
+                )
+            elif first_run[child] < max(acked_at[p] for p in parents):
+                res.bad("workflow child released early", f"child {child} started before a parent's ack")
+        elif child in dead_children:
+            if not parent_dead:
+                res.bad(
+                    "workflow child dead though its parents were acked",
+                    f"child {child}: {dead_children[child].last_error}",
+                )
+        else:
+            res.bad("workflow child never ran", f"child {child} (parents {parents})")
+    res.counts["workflow_children"] = len([c for c in parents_of if c in job_ids_of_ledger[WFCHILD]])
+    res.counts["workflow_children_cancelled"] = len(dead_children)
 
     res.counts["ledger_rows"] = len(ledger)
     res.counts["jobs"] = len(

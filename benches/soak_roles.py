@@ -50,6 +50,7 @@ OUTBOX = "notify"
 LIMITED = "limited"
 WORK = "work"
 TICK = "tick"
+WFCHILD = "wfchild"  # children that wait for two parents of WORK (SPEC §25)
 CONSUMER = "soak-checker"
 
 
@@ -103,7 +104,13 @@ DDL = [
     "CREATE TABLE IF NOT EXISTS delivered (uid TEXT PRIMARY KEY, key TEXT NOT NULL, pid INTEGER NOT NULL, "
     "t DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS pad (id INTEGER PRIMARY KEY, b BLOB)",
+    "CREATE TABLE IF NOT EXISTS wf (child BIGINT NOT NULL, parent BIGINT NOT NULL)",
 ]
+
+
+def has_workflows(store: alkstore.Store) -> bool:
+    """Whether this alkstore has workflows (SPEC §25): `enqueue(after=...)`, `store.result`."""
+    return hasattr(store, "result")
 
 
 def create_tables(cfg: Config, store: alkstore.Store) -> None:
@@ -173,6 +180,8 @@ def producer(cfg: Config, index: int) -> None:
     work, limited = store.queue(WORK, **opts), store.queue(LIMITED, **opts)
     outbox = store.outbox(OUTBOX, **opts)
     stream = store.stream(STREAM)
+    wfchild = store.queue(WFCHILD, **opts)
+    workflows = has_workflows(store)
     journal = Journal(os.path.join(cfg.run_dir, f"producer-{name}.log"))
     flag = Flag(os.path.join(cfg.run_dir, f"flag-producer-{index}"))
     flag.set_state(ST_IDLE)
@@ -205,6 +214,11 @@ def producer(cfg: Config, index: int) -> None:
             items.append((OUTBOX, uuid.uuid4().hex))
         if rng.random() < 0.5 and not via_conn:
             items.append((STREAM, uuid.uuid4().hex))
+        # `after=` is not for conn= (SPEC §25): fan-ins go through store.transaction().
+        fan_in = workflows and not via_conn and rng.random() < 0.25
+        if fan_in:
+            items.insert(0, (WORK, uuid.uuid4().hex))  # two parents at least
+            items.append((WFCHILD, uuid.uuid4().hex))
         journal.write("B", txn, "conn" if via_conn else "tx")
 
         def payload(kind: str, key: str) -> dict[str, Any]:
@@ -254,8 +268,16 @@ def producer(cfg: Config, index: int) -> None:
             else:
                 with store.transaction() as tx:
                     ph = cfg.ph(6)
+                    parents: list[int] = []
                     for kind, key in items:
-                        if kind == STREAM:
+                        if kind == WFCHILD:
+                            after: dict[str, Any] = {"after": parents[:2]}  # SPEC §25; not in older stubs
+                            ref = wfchild.enqueue(payload(kind, key), tx=tx, **after)
+                            for parent in parents[:2]:
+                                tx.execute(
+                                    f"INSERT INTO wf (child, parent) VALUES ({ph[0]}, {ph[1]})", [ref, parent]
+                                )
+                        elif kind == STREAM:
                             seq += 1
                             ref = stream.publish({"key": key, "producer": name, "seq": seq}, tx=tx)
                         elif kind == OUTBOX:
@@ -263,6 +285,8 @@ def producer(cfg: Config, index: int) -> None:
                         else:
                             q = work if kind == WORK else limited
                             ref = q.enqueue(payload(kind, key), tx=tx)
+                            if kind == WORK:
+                                parents.append(ref)
                         journal.write("J", txn, kind, key, ref)
                         tx.execute(
                             f"INSERT INTO ledger (key, kind, ref, producer, txn, t) VALUES ({', '.join(ph)})",
@@ -374,7 +398,7 @@ def worker(cfg: Config, index: int) -> None:
                 pass
             raise
 
-    for q in (WORK, LIMITED, TICK):
+    for q in (WORK, LIMITED, TICK, WFCHILD):
         w.handler(q)(handle)
     w.run()  # SIGTERM stops it
     store.close()
