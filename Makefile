@@ -89,6 +89,22 @@ bench: install ## criterion claim benchmarks, then the Python workloads A-D
 	cargo bench -p alkstore-benches
 	$(PYTHON) benches/workloads.py
 
+# Minutes of faults per engine for `make soak` (the suite runs a 1-minute profile).
+SOAK_MINUTES ?= 10
+SOAK_SEED ?= 1
+SOAK_WORKERS ?= 4
+
+.PHONY: soak
+soak: install ## The soak with a ledger, SOAK_MINUTES (10) per engine; writes docs/reliability.md
+	@mkdir -p target/soak
+	status=0; \
+	for engine in sqlite postgres; do \
+		$(PYTHON) benches/soak.py --engine $$engine --minutes $(SOAK_MINUTES) --workers $(SOAK_WORKERS) \
+			--seed $(SOAK_SEED) --json target/soak/$$engine.json || status=1; \
+	done; \
+	$(PYTHON) benches/soak.py --render docs/reliability.md target/soak/sqlite.json target/soak/postgres.json; \
+	exit $$status
+
 .PHONY: dist-tools
 dist-tools: ## Install the release tools (ziglang, auditwheel, twine, check-jsonschema)
 	@$(PIP) install --quiet $(DIST_TOOLS_SPEC)
