@@ -38,7 +38,6 @@ from hypothesis.stateful import (
 
 import alkstore
 from tests.conftest import PG_URL, drop_schema, new_schema_name, require_postgres
-from tests.test_workflows import SQLITE_DIAMOND
 
 STEPS = 40
 LEFT = re.compile(r"parent job (\d+) (died|was cancelled)")
@@ -198,13 +197,7 @@ def _pg_opener() -> Callable[[], Iterator[alkstore.Store]]:
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgres"])
-def test_workflow_state_machine(
-    engine: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> None:
-    # See test_workflows.SQLITE_DIAMOND (pinned there, strictly): the model finds
-    # that engine bug in some runs, not all, so it is not strict here. Remove
-    # this once the engine is fixed.
-    request.applymarker(pytest.mark.xfail(engine == "sqlite", reason=SQLITE_DIAMOND, strict=False))
+def test_workflow_state_machine(engine: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     if engine == "postgres":
         require_postgres()
         opener = _pg_opener()

@@ -182,19 +182,10 @@ def test_the_middle_of_a_chain_dies_and_its_descendants_die_naming_it(store: Sto
     assert q.claim("w") is None, "nothing of the chain runs"
 
 
-#: SQLite's failure trigger (migration 0012, __alkstore_jobs_parent_failed)
-#: inserts a dead row for every 'cancel' child of the dying parent, then deletes
-#: them; the first deletion's own trigger moves a child shared with the dying
-#: parent (a diamond) to dead a second time: UNIQUE constraint failed, and the
-#: parent cannot be failed or cancelled at all. Strict: passes once fixed.
-SQLITE_DIAMOND = "SQLite: a diamond's dying root fails with UNIQUE constraint failed: __alkstore_dead.id"
-
-
 @pytest.mark.parametrize("how", ["fail", "cancel"])
-def test_a_diamonds_dying_root_kills_the_shared_child_once(
-    store: Store, how: str, request: pytest.FixtureRequest
-) -> None:
-    request.applymarker(pytest.mark.xfail(store.engine == "sqlite", reason=SQLITE_DIAMOND, strict=True))
+def test_a_diamonds_dying_root_kills_the_shared_child_once(store: Store, how: str) -> None:
+    # SQLite's failure trigger once moved the shared child to dead twice
+    # (UNIQUE constraint failed), so the root could not be failed or cancelled.
     q = store.queue("diamond", max_attempts=1)
     a = q.enqueue({"n": 1})
     b = q.enqueue({"n": 2}, after=[a])

@@ -86,7 +86,10 @@ END;
 -- go dead naming the parent, and their own deletion fires this trigger for
 -- their children (the engine's connections set recursive_triggers), so the
 -- failure runs down the graph in the same transaction. The edges are marked
--- settled: a redriven parent's later ack must not count for them again.
+-- settled: a redriven parent's later ack must not count for them again. A
+-- child already copied to dead is not copied again: in a diamond (c after a
+-- and b, b after a) a's death copies b and c, and b's deletion then fires
+-- this for b, whose child c is still a waiting row until a's DELETE runs.
 CREATE TRIGGER IF NOT EXISTS __alkstore_jobs_parent_failed AFTER DELETE ON __alkstore_jobs
 WHEN OLD.has_children = 1 AND (OLD.state = 'cancelled'
     OR EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = OLD.id))
@@ -108,7 +111,8 @@ BEGIN
         coalesce(p.died_at, unixepoch()), coalesce(p.died_at, unixepoch()) + c.dead_retention_s
       FROM __alkstore_jobs c LEFT JOIN __alkstore_dead p ON p.id = OLD.id
      WHERE c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND +c.state = 'waiting' AND c.on_failure = 'cancel';
+       AND +c.state = 'waiting' AND c.on_failure = 'cancel'
+       AND NOT EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = c.id);
     UPDATE __alkstore_edges SET settled = 1 WHERE parent_id = OLD.id AND settled = 0;
     DELETE FROM __alkstore_jobs
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
@@ -137,7 +141,8 @@ BEGIN
         'parent job ' || OLD.id || ' died: ' || OLD.last_error, unixepoch(), unixepoch() + c.dead_retention_s
       FROM __alkstore_jobs c
      WHERE c.id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id AND settled = 0)
-       AND +c.state = 'waiting' AND c.on_failure = 'cancel';
+       AND +c.state = 'waiting' AND c.on_failure = 'cancel'
+       AND NOT EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = c.id);
     UPDATE __alkstore_edges SET settled = 1 WHERE parent_id = OLD.id AND settled = 0;
     DELETE FROM __alkstore_jobs
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = OLD.id)
