@@ -460,7 +460,11 @@ def render(out: str, paths: list[str]) -> None:
         "seeded random times, lets the system drain, then checks everything the processes wrote",
         "against what alkstore kept (the checks are listed in `benches/soak_check.py`).",
         "",
-        "| | " + " | ".join(r["engine"] for r in reports) + " |",
+        "| | "
+        + " | ".join(
+            r["engine"] + (" + workflows" if r["counts"].get("workflow_children") else "") for r in reports
+        )
+        + " |",
         "|---|" + "---|" * len(reports),
         "| date | " + " | ".join(r["date"] for r in reports) + " |",
         "| minutes under faults | " + " | ".join(str(r["minutes"]) for r in reports) + " |",
