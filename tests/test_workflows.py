@@ -635,6 +635,19 @@ def test_conn_enqueue_keeps_a_result_and_counts_an_issued_gone_parent_as_done(
     assert result is not None and result.state == "done" and result.value == {"sum": 3}
 
 
+@pytest.mark.usefixtures("flows_on_conn")
+def test_conn_enqueue_of_a_live_unique_key_with_keep_result_returns_the_live_job(
+    store: Store, app: AppConn
+) -> None:
+    q = store.queue("conn-keyed")
+    first = q.enqueue({"n": 1}, unique_key="k", keep_result=60, conn=app)
+    again, plain = q.enqueue_many([{"n": 2}, {"n": 3}], keep_result=60, conn=app)
+    same = q.enqueue({"n": 4}, unique_key="k", keep_result=60, conn=app)
+    app.commit()
+    assert same == first and len({first, again, plain}) == 3
+    assert q.stats().pending == 3
+
+
 def test_conn_enqueue_with_after_in_postgres_autocommit_is_one_statement(
     store: Store, target: Target
 ) -> None:

@@ -33,7 +33,8 @@ pub(crate) struct Sql {
     /// [`Sql::foreign`] for jobs of which some are in a workflow (SPEC §25),
     /// plus `$8` the highest parent id (0 for none). Ids are drawn from the
     /// identity first, so each inserted row is matched to its job (by id, or
-    /// by key for a live unique key) and linked by 0012's `link`, in the same
+    /// by key for a live unique key: one text so the join hashes, a key
+    /// prefixed so it never equals an id) and linked by 0012's `link`, in the same
     /// statement: atomic in autocommit too. A parent id above the highest
     /// issued writes nothing and returns the one row `(-issued, NULL)`, no
     /// error, so the caller's transaction stays usable.
@@ -101,7 +102,7 @@ impl Sql {
                  n.t + (u.j->>5)::bigint, u.j->>6, u.j->>7 FROM n, u ORDER BY u.ord {on_key} \
                  RETURNING id, unique_key, {notify}::text AS notified) \
                  SELECT ins.id, ins.unique_key, ins.notified, l.linked FROM n CROSS JOIN ins \
-                 JOIN u ON ins.id = u.id OR ins.unique_key = u.j->>6 \
+                 JOIN u ON coalesce('k' || ins.unique_key, ins.id::text) = coalesce('k' || (u.j->>6), u.id::text) \
                  LEFT JOIN LATERAL (SELECT {s}.link(ins.id, \
                  ARRAY(SELECT a::bigint FROM json_array_elements_text(u.j->8) AS a), u.j->>9, \
                  (u.j->>10)::bigint, n.t)::text AS linked WHERE json_array_length(u.j) > 8) l ON true \
