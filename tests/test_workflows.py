@@ -690,14 +690,15 @@ def test_conn_enqueue_with_after_on_sqlalchemy(store: Store, target: Target) -> 
         db.dispose()
 
 
-def test_aenqueue_with_after_on_asyncpg(store: Store, target: Target) -> None:
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+def test_aenqueue_with_after_on_an_async_driver(store: Store, target: Target, driver: str) -> None:
     if target.engine != "postgres":
         pytest.skip("no async SQLite driver takes after= with conn= yet")
     import asyncpg
 
     q = store.queue("conn-async")
 
-    async def go() -> tuple[int, list[int]]:
+    async def on_asyncpg() -> tuple[int, list[int]]:
         conn = await asyncpg.connect(PG_URL)
         try:
             async with conn.transaction():
@@ -709,7 +710,16 @@ def test_aenqueue_with_after_on_asyncpg(store: Store, target: Target) -> None:
         finally:
             await conn.close()
 
-    a, kids = asyncio.run(go())
+    async def on_psycopg() -> tuple[int, list[int]]:
+        async with await psycopg.AsyncConnection.connect(PG_URL) as conn:
+            a = await q.aenqueue({"n": 1}, conn=conn)
+            kids = await q.aenqueue_many([{"n": 2}, {"n": 3}], after=[a], conn=conn)
+            with pytest.raises(ValueError, match="never issued"):
+                await q.aenqueue({"n": 4}, after=[kids[-1] + 1000], conn=conn)
+            await conn.commit()
+            return a, kids
+
+    a, kids = asyncio.run(on_asyncpg() if driver == "asyncpg" else on_psycopg())
     assert [state(store, "conn-async", i) for i in kids] == ["waiting", "waiting"]
     settle(store, "conn-async", a)
     assert [state(store, "conn-async", i) for i in kids] == ["pending", "pending"]
