@@ -541,17 +541,26 @@ def app(target: Target) -> Iterator[AppConn]:
             yield pg
 
 
-#: SPEC §25 and issue 27 ask for `after` with conn=; the engines' one-statement
-#: conn= enqueue does not link parents yet and refuses it (core
-#: rules::workflows::check_foreign). Strict: these fail once it does.
-CONN_NOT_YET = pytest.mark.xfail(
-    strict=True,
-    raises=(ValueError, AssertionError),
-    reason="after= with conn= is refused by the engines for now",
-)
+#: SPEC §25 and issue 27 ask for `after` with conn=. Postgres links parents in
+#: its one guarded conn= statement; SQLite's conn= enqueue does not yet and
+#: refuses it (its engine calls core's rules::workflows::check_foreign).
+#: Strict: these fail once it does.
+SQLITE_CONN_NOT_YET = "after= with conn= is refused by the SQLite engine for now"
 
 
-@CONN_NOT_YET
+@pytest.fixture
+def flows_on_conn(request: pytest.FixtureRequest, target: Target) -> None:
+    request.applymarker(
+        pytest.mark.xfail(
+            target.engine == "sqlite",
+            strict=True,
+            raises=(ValueError, AssertionError),
+            reason=SQLITE_CONN_NOT_YET,
+        )
+    )
+
+
+@pytest.mark.usefixtures("flows_on_conn")
 def test_a_graph_on_the_applications_own_connection(store: Store, app: AppConn) -> None:
     q = store.queue("conn-graph")
     a = q.enqueue({"step": "a"}, conn=app)
@@ -563,18 +572,148 @@ def test_a_graph_on_the_applications_own_connection(store: Store, app: AppConn) 
     b, c = q.enqueue_many([{"step": "b"}, {"step": "c"}], after=[a], on_failure="run", conn=app)
     app.commit()
     assert [state(store, "conn-graph", i) for i in (a, b, c)] == ["pending", "waiting", "waiting"]
+    assert store.job_edges(b) == ([a], []) and store.job_edges(a) == ([], [b, c])
     settle(store, "conn-graph", a)
     assert [state(store, "conn-graph", i) for i in (b, c)] == ["pending", "pending"]
 
 
-@CONN_NOT_YET
+@pytest.mark.usefixtures("flows_on_conn")
 def test_conn_enqueue_refuses_an_id_never_issued(store: Store, app: AppConn) -> None:
     q = store.queue("conn-bad")
     q.enqueue({"n": 0})
-    with pytest.raises(ValueError, match="never issued"):
-        q.enqueue({"n": 1}, after=[10**9], conn=app)
-    app.rollback()
-    assert q.stats().pending == 1 and q.stats().waiting == 0
+    first = q.enqueue({"n": 1}, conn=app)
+    with pytest.raises(ValueError, match=rf"after: job {10**9} was never issued by this store"):
+        q.enqueue({"n": 2}, after=[first, 10**9, 10**9 + 5], conn=app)
+    assert q.get_job(first) is None, "not before the app commits"
+    # Nothing failed on the app's connection: its transaction goes on and commits.
+    second = q.enqueue({"n": 3}, after=[first], conn=app)
+    app.commit()
+    assert state(store, "conn-bad", first) == "pending" and state(store, "conn-bad", second) == "waiting"
+    assert q.stats().pending == 2 and q.stats().waiting == 1
+
+
+@pytest.mark.usefixtures("flows_on_conn")
+def test_conn_enqueue_after_a_dead_parent_applies_on_failure(store: Store, app: AppConn) -> None:
+    q = store.queue("conn-dead", max_attempts=1)
+    a, ok = q.enqueue({"n": 1}), q.enqueue({"n": 2})
+    settle(store, "conn-dead", a, "fail", error="disk full")
+    cancel = q.enqueue({"n": 3}, after=[a, ok], conn=app)
+    run = q.enqueue({"n": 4}, after=[a, ok], on_failure="run", conn=app)
+    app.commit()
+    born_dead = q.get_job(cancel)
+    assert born_dead is not None and born_dead.state == "dead"
+    assert born_dead.last_error == f"parent job {a} died: disk full"
+    assert state(store, "conn-dead", run) == "waiting", "the dead parent is settled; ok is not yet"
+    settle(store, "conn-dead", ok)
+    assert state(store, "conn-dead", run) == "pending"
+
+
+@pytest.mark.usefixtures("flows_on_conn")
+def test_conn_enqueue_keeps_a_result_and_counts_an_issued_gone_parent_as_done(
+    store: Store, app: AppConn
+) -> None:
+    q = store.queue("conn-kept")
+    gone = q.enqueue({"n": 0})
+    settle(store, "conn-kept", gone)
+    kept = q.enqueue({"n": 1}, keep_result=600, conn=app)
+    child = q.enqueue({"n": 2}, after=[gone], conn=app)
+    app.commit()
+    assert state(store, "conn-kept", child) == "pending", "a parent acked before counts as done"
+    assert store.job_edges(child) == ([gone], [])
+    job = q.claim("w")
+    assert job is not None and job.id == kept and job.ack(result={"sum": 3})
+    result = store.result(kept)
+    assert result is not None and result.state == "done" and result.value == {"sum": 3}
+
+
+@pytest.mark.usefixtures("flows_on_conn")
+def test_conn_enqueue_of_a_live_unique_key_with_keep_result_returns_the_live_job(
+    store: Store, app: AppConn
+) -> None:
+    q = store.queue("conn-keyed")
+    first = q.enqueue({"n": 1}, unique_key="k", keep_result=60, conn=app)
+    again, plain = q.enqueue_many([{"n": 2}, {"n": 3}], keep_result=60, conn=app)
+    same = q.enqueue({"n": 4}, unique_key="k", keep_result=60, conn=app)
+    app.commit()
+    assert same == first and len({first, again, plain}) == 3
+    assert q.stats().pending == 3
+
+
+def test_conn_enqueue_with_after_in_postgres_autocommit_is_one_statement(
+    store: Store, target: Target
+) -> None:
+    """In autocommit each statement commits alone, so the child must be linked by
+    the statement that inserts it: it is never seen pending before its parents."""
+    if target.engine != "postgres":
+        pytest.skip("sqlite refuses after= with conn= for now")
+    q = store.queue("conn-auto")
+    a = q.enqueue({"n": 1})
+    with psycopg.connect(PG_URL, autocommit=True) as pg:
+        children = q.enqueue_many([{"n": i} for i in range(3)], after=[a], conn=pg)
+    assert [state(store, "conn-auto", i) for i in children] == ["waiting"] * 3
+    assert q.stats().waiting == 3 and store.job_edges(a) == ([], children)
+    settle(store, "conn-auto", a)
+    assert q.stats().pending == 3 and q.stats().waiting == 0
+
+
+def test_conn_enqueue_with_after_on_sqlalchemy(store: Store, target: Target) -> None:
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    if target.engine != "postgres":
+        pytest.skip("sqlite refuses after= with conn= for now")
+    q = store.queue("conn-sa")
+    db = create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with db.connect() as c:
+            a = q.enqueue({"n": 1}, conn=c)
+            b = q.enqueue({"n": 2}, after=[a], conn=c)
+            c.rollback()
+            assert q.get_job(a) is None and q.get_job(b) is None
+        with Session(db) as s:
+            a = q.enqueue({"n": 1}, conn=s)
+            b = q.enqueue({"n": 2}, after=[a], keep_result=60, conn=s)
+            with pytest.raises(ValueError, match="never issued"):
+                q.enqueue({"n": 3}, after=[b + 1000], conn=s)
+            s.commit()
+        assert [state(store, "conn-sa", i) for i in (a, b)] == ["pending", "waiting"]
+    finally:
+        db.dispose()
+
+
+@pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
+def test_aenqueue_with_after_on_an_async_driver(store: Store, target: Target, driver: str) -> None:
+    if target.engine != "postgres":
+        pytest.skip("no async SQLite driver takes after= with conn= yet")
+    import asyncpg
+
+    q = store.queue("conn-async")
+
+    async def on_asyncpg() -> tuple[int, list[int]]:
+        conn = await asyncpg.connect(PG_URL)
+        try:
+            async with conn.transaction():
+                a = await q.aenqueue({"n": 1}, conn=conn)
+                kids = await q.aenqueue_many([{"n": 2}, {"n": 3}], after=[a], conn=conn)
+            with pytest.raises(ValueError, match="never issued"):
+                await q.aenqueue({"n": 4}, after=[kids[-1] + 1000], conn=conn)
+            return a, kids
+        finally:
+            await conn.close()
+
+    async def on_psycopg() -> tuple[int, list[int]]:
+        async with await psycopg.AsyncConnection.connect(PG_URL) as conn:
+            a = await q.aenqueue({"n": 1}, conn=conn)
+            kids = await q.aenqueue_many([{"n": 2}, {"n": 3}], after=[a], conn=conn)
+            with pytest.raises(ValueError, match="never issued"):
+                await q.aenqueue({"n": 4}, after=[kids[-1] + 1000], conn=conn)
+            await conn.commit()
+            return a, kids
+
+    a, kids = asyncio.run(on_asyncpg() if driver == "asyncpg" else on_psycopg())
+    assert [state(store, "conn-async", i) for i in kids] == ["waiting", "waiting"]
+    settle(store, "conn-async", a)
+    assert [state(store, "conn-async", i) for i in kids] == ["pending", "pending"]
 
 
 # -- tasks -------------------------------------------------------------------------------------

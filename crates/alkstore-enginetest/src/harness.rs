@@ -111,7 +111,7 @@ impl<H: Harness> Db<H> {
                 other => Err(format!("not (id, key): {other:?}")),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(call.land(rows).ok_or("every job has its row")?)
+        Ok(call.land(rows)?.ok_or("every job has its row")?)
     }
 
     /// Enqueues one ready job with `payload` under `o`.

@@ -4,7 +4,7 @@
 
 use std::sync::Barrier;
 
-use alkstore_core::{Claimed, Error, JobState, NewJob, OnFailure, QueueOpts};
+use alkstore_core::{Claimed, Error, JobState, NewJob, OnFailure, ParamStyle, QueueOpts};
 
 use crate::concurrency::{on_threads, reopened};
 use crate::{job, opts, Db, Harness, TestResult};
@@ -23,6 +23,7 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_dead_jobs_result_has_its_error, requeue_dead_child_waits_for_parents_not_acked, job_edges_list_parents_and_children,
     a_plain_ack_of_a_batch_with_workflow_jobs_settles_each, a_parent_expired_without_retention_still_kills,
     cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
+    a_foreign_enqueue_links_its_parents,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -413,5 +414,41 @@ pub fn one_enqueue_many_links_each_job_to_its_own_parents<H: Harness>(db: &Db<H>
     assert!(db.store.fail(None, &ha, "x")?);
     let states: Vec<_> = ids.iter().map(|id| state(db, "c", *id)).collect::<TestResult<_>>()?;
     assert_eq!(states, vec![Some(JobState::Dead), Some(JobState::Dead), p, w, Some(JobState::Dead), p]);
+    Ok(())
+}
+
+/// `enqueue(conn=…)` (ADR 0015) with parents: Postgres links them in its one
+/// guarded statement (a dead parent applies `on_failure`, an id never issued
+/// writes nothing and lands as the ValueError); SQLite refuses for now.
+pub fn a_foreign_enqueue_links_its_parents<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let (failed, live) = (db.put("p", &opts(), "failed")?, db.put("p", &opts(), "live")?);
+    let h = db.take("p", "w")?;
+    assert_eq!(h.id, failed);
+    assert!(db.store.fail(None, &h, "gone wrong")?);
+    let jobs = [
+        child("waits", &[live], OnFailure::Run),
+        child("killed", &[failed], OnFailure::Cancel),
+        NewJob { keep_result_s: Some(60), ..job("kept") },
+    ];
+    if s.engine_kind() == "sqlite" {
+        let refused = s.foreign_enqueue("c", &opts(), &jobs, ParamStyle::Qmark);
+        assert!(matches!(refused, Err(Error::Value(m)) if m.contains("not supported with conn= on SQLite")));
+        return Ok(());
+    }
+    let call = s.foreign_enqueue("c", &opts(), &jobs, ParamStyle::Dollar)?.ok_or("a statement")?;
+    let ids = db.run_foreign(&call)?;
+    assert_eq!(state(db, "c", ids[0])?, Some(JobState::Waiting), "waits for its live parent");
+    assert_eq!(s.job_edges(ids[0])?.parents, vec![live]);
+    assert_eq!(state(db, "c", ids[1])?, Some(JobState::Dead));
+    assert_eq!(last_error(db, "c", ids[1])?.as_deref(), Some(format!("parent job {failed} died: gone wrong").as_str()));
+    assert_eq!(state(db, "c", ids[2])?, Some(JobState::Pending));
+    let never = ids[2] + 1_000;
+    let call = s.foreign_enqueue("c", &opts(), &[child("no", &[live, never], OnFailure::Run)], ParamStyle::Dollar)?;
+    let refused = db.run_foreign(&call.ok_or("a statement")?).map_err(|e| e.to_string());
+    assert_eq!(refused, Err(format!("after: job {never} was never issued by this store")));
+    assert_eq!(s.stats("c")?.waiting, 1, "nothing written");
+    run_one(db, "p")?;
+    assert_eq!(state(db, "c", ids[0])?, Some(JobState::Pending));
     Ok(())
 }

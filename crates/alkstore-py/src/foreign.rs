@@ -138,7 +138,7 @@ impl Landing {
     /// are missing. `aborted`: the statement failed there (the store's tables
     /// are missing), and on Postgres that aborted the caller's transaction.
     fn land(&self, py: Python<'_>, rows: Rows, theirs: Option<String>, aborted: bool) -> PyResult<Py<PyAny>> {
-        match self.call.land(rows) {
+        match self.call.land(rows).py()? {
             Some(ids) => shaped(py, ids, self.shape),
             None => {
                 let theirs = theirs.unwrap_or_else(|| "another database".into());

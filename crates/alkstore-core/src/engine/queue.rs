@@ -47,7 +47,7 @@ pub fn foreign_params(store_id: &str, queue: &str, opts: &QueueOpts, offset: i64
 
 /// The jobs of a foreign enqueue as one JSON array, one
 /// `[payload, priority, max_attempts, run_at, delay, expires_s, unique_key, group]`
-/// per job (`run_at`, `expires_s`, `unique_key` and `group` may be null; the payload
+/// per job, a workflow job's followed by `after, on_failure, keep_result_s` (`run_at`, `expires_s`, `unique_key` and `group` may be null; the payload
 /// is its JSON text as a string), so a batch is one statement on every
 /// driver, arrays or not.
 pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
@@ -56,7 +56,7 @@ pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
         .iter()
         .map(|j| {
             let (run_at, delay) = j.ready.parts();
-            json!([
+            let mut row = json!([
                 j.payload,
                 j.priority,
                 j.max_attempts.unwrap_or(opts.max_attempts),
@@ -65,7 +65,17 @@ pub fn foreign_rows(opts: &QueueOpts, jobs: &[NewJob]) -> String {
                 j.expires_s,
                 j.unique_key,
                 j.group
-            ])
+            ]);
+            if j.in_workflow() {
+                // A workflow job (SPEC §25) adds `after` (sorted, distinct),
+                // `on_failure` (null without parents) and `keep_result_s`;
+                // a plain job's row stays as it was.
+                let mode = (!j.after.is_empty()).then(|| j.on_failure.as_str());
+                if let Value::Array(a) = &mut row {
+                    a.extend([json!(j.after), json!(mode), json!(j.keep_result_s)]);
+                }
+            }
+            row
         })
         .collect();
     Value::Array(rows).to_string()

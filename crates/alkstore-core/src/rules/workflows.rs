@@ -38,16 +38,15 @@ pub fn check_job(job: &NewJob) -> Result<()> {
     Ok(())
 }
 
-/// The enqueue on a caller's own connection (ADR 0015) is one guarded
-/// statement per engine, which does not link parents yet: `after` and
-/// `keep_result` are refused there, before anything is rendered.
-pub fn check_foreign(jobs: &[NewJob]) -> Result<()> {
+/// An engine whose enqueue on a caller's own connection (ADR 0015) cannot
+/// link parents refuses `after` and `keep_result` there, before anything
+/// is rendered.
+pub fn check_foreign(jobs: &[NewJob], engine: &str) -> Result<()> {
     if jobs.iter().any(NewJob::in_workflow) {
-        return Err(Error::Value(
-            "after and keep_result are not supported with conn= yet: enqueue the job without conn=, \
+        return Err(Error::Value(format!(
+            "after and keep_result are not supported with conn= on {engine} yet: enqueue the job without conn=, \
              in a store transaction"
-                .into(),
-        ));
+        )));
     }
     Ok(())
 }

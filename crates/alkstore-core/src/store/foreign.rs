@@ -4,7 +4,7 @@
 
 use crate::engine::model::{NewJob, QueueOpts};
 use crate::engine::paramstyle::{render, ParamStyle, Rendered};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::rules::unique::{place, Distinct};
 use crate::store::Store;
 
@@ -40,17 +40,33 @@ impl ForeignCall {
     }
 
     /// The ids (or the offset) in the caller's input order, from the rows
-    /// `(id, unique_key)` the statement returned; None when rows are missing
-    /// — the connection reaches another database.
-    pub fn land(&self, rows: Vec<(i64, Option<String>)>) -> Option<Vec<i64>> {
+    /// `(id, unique_key)` the statement returned; Ok(None) when rows are
+    /// missing — the connection reaches another database. A workflow
+    /// enqueue that wrote nothing because a parent id is above the highest
+    /// this store has issued returns one row `(-issued, NULL)` instead (ids
+    /// are >= 1): the `ValueError` of SPEC §25, the caller's transaction
+    /// untouched.
+    pub fn land(&self, rows: Vec<(i64, Option<String>)>) -> Result<Option<Vec<i64>>> {
         match &self.expect {
-            Expect::Offset => (rows.len() == 1).then(|| vec![rows[0].0]),
+            Expect::Offset => Ok((rows.len() == 1).then(|| vec![rows[0].0])),
             Expect::Jobs { jobs, distinct } => {
-                let ids = place(jobs, rows)?;
-                Some(distinct.as_ref().map_or(ids.clone(), |d| d.expand(&ids)))
+                if let [(refused, None)] = rows.as_slice() {
+                    if *refused <= 0 {
+                        return Err(refused_parent(jobs, -refused));
+                    }
+                }
+                let Some(ids) = place(jobs, rows) else { return Ok(None) };
+                Ok(Some(distinct.as_ref().map_or(ids.clone(), |d| d.expand(&ids))))
             }
         }
     }
+}
+
+/// The error for a workflow enqueue refused because a parent id is above
+/// `issued`, the highest id the store had issued: the lowest such id named.
+fn refused_parent(jobs: &[NewJob], issued: i64) -> Error {
+    let first = jobs.iter().flat_map(|j| j.after.iter()).copied().filter(|id| *id > issued).min();
+    crate::rules::workflows::never_issued(first.unwrap_or(issued + 1))
 }
 
 impl Store {
@@ -65,11 +81,11 @@ impl Store {
         style: ParamStyle,
     ) -> Result<Option<ForeignCall>> {
         self.check_new_jobs(opts, jobs)?;
-        crate::rules::workflows::check_foreign(jobs)?;
         self.open_check()?;
         if jobs.is_empty() {
             return Ok(None);
         }
+        let jobs = &*crate::rules::workflows::normalized(jobs);
         let distinct = Distinct::of(jobs);
         let jobs = distinct.as_ref().map_or_else(|| jobs.to_vec(), |d| d.jobs.clone());
         let (sql, params) = self.engine().foreign_enqueue(queue, opts, &jobs)?;
@@ -122,7 +138,17 @@ mod tests {
     fn rows_land_in_input_order_with_repeats_sharing_an_id() {
         let c = call(&[Some("a"), None, Some("a")]);
         assert_eq!(c.rows(), 2, "the repeat is not written");
-        assert_eq!(c.land(vec![(9, None), (4, Some("a".into()))]), Some(vec![4, 9, 4]));
-        assert_eq!(c.land(vec![]), None, "another database returns nothing");
+        assert_eq!(c.land(vec![(9, None), (4, Some("a".into()))]), Ok(Some(vec![4, 9, 4])));
+        assert_eq!(c.land(vec![]), Ok(None), "another database returns nothing");
+    }
+
+    #[test]
+    fn a_refused_workflow_enqueue_names_the_first_id_never_issued() {
+        let mut c = call(&[None]);
+        if let Expect::Jobs { jobs, .. } = &mut c.expect {
+            jobs[0].after = vec![3, 12, 40];
+        }
+        assert_eq!(c.land(vec![(-10, None)]), Err(crate::rules::workflows::never_issued(12)));
+        assert_eq!(c.land(vec![(5, None)]), Ok(Some(vec![5])));
     }
 }

@@ -30,6 +30,15 @@ pub(crate) struct Sql {
     /// driver can pass them. Inserts only when the connection reaches this
     /// store; notifies like the others.
     pub(crate) foreign: String,
+    /// [`Sql::foreign`] for jobs of which some are in a workflow (SPEC §25),
+    /// plus `$8` the highest parent id (0 for none). Ids are drawn from the
+    /// identity first, so each inserted row is matched to its job (by id, or
+    /// by key for a live unique key: one text so the join hashes, a key
+    /// prefixed so it never equals an id) and linked by 0012's `link`, in the same
+    /// statement: atomic in autocommit too. A parent id above the highest
+    /// issued writes nothing and returns the one row `(-issued, NULL)`, no
+    /// error, so the caller's transaction stays usable.
+    pub(crate) foreign_flow: String,
 }
 
 impl Sql {
@@ -76,6 +85,28 @@ impl Sql {
                  u.j->>6, u.j->>7 FROM n, json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
                  WHERE {guard} \
                  ORDER BY u.ord {on_key} RETURNING id, unique_key, {notify}::text AS notified",
+                now = now_cte!("$6"),
+            ),
+            foreign_flow: format!(
+                "{now}, ok AS (SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {s}.jobs_id_seq) \
+                 AS issued WHERE {guard}), \
+                 go AS (SELECT 1 FROM ok WHERE $8::bigint <= ok.issued), \
+                 seen AS (INSERT INTO {s}.queues (queue, seen_at) SELECT $2::text, t FROM n \
+                 WHERE EXISTS (SELECT 1 FROM go) ON CONFLICT DO NOTHING), \
+                 u AS (SELECT u.j, u.ord, nextval('{s}.jobs_id_seq') AS id \
+                 FROM json_array_elements($7::json) WITH ORDINALITY AS u(j, ord) \
+                 WHERE EXISTS (SELECT 1 FROM go) ORDER BY u.ord), \
+                 ins AS (INSERT INTO {s}.jobs (id, {cols}, unique_key, group_key) OVERRIDING SYSTEM VALUE \
+                 SELECT u.id, $2::text, 'pending', u.j->>0, (u.j->>1)::int, 0, (u.j->>2)::bigint, 0, $3::bigint, \
+                 $4::float8, $5::bigint, n.t, coalesce((u.j->>3)::bigint, n.t + (u.j->>4)::bigint), \
+                 n.t + (u.j->>5)::bigint, u.j->>6, u.j->>7 FROM n, u ORDER BY u.ord {on_key} \
+                 RETURNING id, unique_key, {notify}::text AS notified) \
+                 SELECT ins.id, ins.unique_key, ins.notified, l.linked FROM n CROSS JOIN ins \
+                 JOIN u ON coalesce('k' || ins.unique_key, ins.id::text) = coalesce('k' || (u.j->>6), u.id::text) \
+                 LEFT JOIN LATERAL (SELECT {s}.link(ins.id, \
+                 ARRAY(SELECT a::bigint FROM json_array_elements_text(u.j->8) AS a), u.j->>9, \
+                 (u.j->>10)::bigint, n.t)::text AS linked WHERE json_array_length(u.j) > 8) l ON true \
+                 UNION ALL SELECT -ok.issued, NULL, NULL, NULL FROM ok WHERE NOT EXISTS (SELECT 1 FROM go)",
                 now = now_cte!("$6"),
             ),
         }
@@ -204,8 +235,13 @@ impl EnqueueOps for PgEngine {
     }
 
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
-        let params =
+        let mut params =
             foreign_params(self.store_id(), queue, opts, self.offset.load(std::sync::atomic::Ordering::SeqCst), jobs);
-        Ok((self.sql.enqueue.foreign.clone(), params))
+        if !jobs.iter().any(NewJob::in_workflow) {
+            return Ok((self.sql.enqueue.foreign.clone(), params));
+        }
+        let highest = alkstore_core::rules::workflows::highest_parent(jobs).unwrap_or(0);
+        params.push(SqlValue::Int(highest));
+        Ok((self.sql.enqueue.foreign_flow.clone(), params))
     }
 }

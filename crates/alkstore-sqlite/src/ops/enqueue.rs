@@ -146,6 +146,7 @@ impl EnqueueOps for SqliteEngine {
     }
 
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)> {
+        alkstore_core::rules::workflows::check_foreign(jobs, "SQLite")?;
         let params = foreign_params(self.store_id(), queue, opts, self.offset(), jobs);
         Ok((FOREIGN.to_owned(), params))
     }
