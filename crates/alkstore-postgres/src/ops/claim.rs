@@ -17,8 +17,9 @@ use crate::engine::PgEngine;
 use crate::error::pg_error;
 use crate::rows::claimed;
 
-/// What a claim hands out, in the order [`crate::rows::claimed`] reads it.
-const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
+/// What every claim hands out (the limited and slot claims too), in the
+/// order [`crate::rows::claimed`] reads it.
+pub(crate) const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
                             j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
                             j.visibility_timeout_s, j.backoff_base_s";
 

@@ -22,6 +22,7 @@
 use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
 use alkstore_core::{Claimed, Engine, LimitOps, Result};
 
+use super::claim::CLAIMED_COLS;
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
@@ -52,11 +53,6 @@ pub(crate) struct Sql {
     /// (see [`claim_flight`]); a row of NULLs for a queue with one.
     pub(crate) flight: String,
 }
-
-/// The claimed columns (as the one-statement claim's).
-const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
-                            j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
-                            j.visibility_timeout_s, j.backoff_base_s";
 
 /// The claim of the rows of a `picked (id)` CTE, both limited claims':
 /// `$2` queue, `$3` worker. A row is checked again after any lock wait

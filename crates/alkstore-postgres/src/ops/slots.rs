@@ -35,16 +35,12 @@
 use alkstore_core::{Claimed, Result};
 use tokio_postgres::types::ToSql;
 
+use super::claim::CLAIMED_COLS;
 use super::{into_dead, DEAD_SELECT, DEAD_VALUES};
 use crate::conn::NOW;
 use crate::engine::PgEngine;
 use crate::error::pg_error;
 use crate::rows::claimed;
-
-/// The claimed columns (as the one-statement claim's).
-const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.max_attempts, j.priority, j.worker_id, \
-                            j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
-                            j.visibility_timeout_s, j.backoff_base_s";
 
 /// The transaction-local setting that carries the held slots from
 /// [`Sql::take`] to [`Sql::claim`]: `W:k1,k2,…`, or `-` when the queue is
