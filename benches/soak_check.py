@@ -98,7 +98,7 @@ class Faults:
                     self.stops[pid].append((f["t0"], f["t1"]))
 
     def impairment(self, pid: int, ts: float, te: float) -> tuple[float, str] | None:
-        """The first fault that hit an execution of `pid` running over [ts, te]."""
+        """The first fault that hit an execution of `pid` holding its job over [ts, te]."""
         found: list[tuple[float, str]] = []
         k = self.kills.get(pid)
         if k is not None and k >= ts and k <= te:
@@ -129,7 +129,7 @@ def check(
     ledger = _rows(store, "SELECT key, kind, ref, producer, txn FROM ledger")
     execs = _rows(
         store,
-        "SELECT uid, job_id, queue, key, attempt, pid, enqueued_at, t_start, t_end, outcome, landed, err "
+        "SELECT uid, job_id, queue, key, attempt, pid, enqueued_at, t_claim, t_start, t_end, outcome, landed, err "
         "FROM execs",
     )
     seen = _rows(store, "SELECT session, n, off, key, t FROM seen")
@@ -258,7 +258,10 @@ def check(
                         )
                 valid[(qname, job_id)].append((ts, e["t_end"], e["uid"]))
                 continue
-            hit = faults.impairment(e["pid"], ts, te)
+            # The lease began at the claim, not at the handler's start: a process
+            # stopped (or a database fault) between the two can lose it too.
+            claimed = min(ts, e["t_claim"]) if e["t_claim"] is not None else ts
+            hit = faults.impairment(e["pid"], claimed, te)
             if hit is None:
                 res.bad(
                     "execution lost without a fault",
@@ -272,7 +275,7 @@ def check(
                 f"{qname} job {job_id} attempt {e['attempt']} (pid {e['pid']}): {hit[1]}"
                 + (f", then {e['outcome']} refused" if e["outcome"] in ("ack", "retry", "fail") else "")
             )
-            valid[(qname, job_id)].append((ts, hit[0], e["uid"]))
+            valid[(qname, job_id)].append((ts, max(ts, hit[0]), e["uid"]))
         # Attempts that left no execution row: claimed, then lost before the handler
         # wrote its first row. Some fault must have happened around them.
         attempts = sorted(e["attempt"] for e in runs)

@@ -97,7 +97,7 @@ DDL = [
     "producer TEXT NOT NULL, txn TEXT NOT NULL, t DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS execs (uid TEXT PRIMARY KEY, job_id BIGINT NOT NULL, queue TEXT NOT NULL, "
     "key TEXT, attempt INTEGER NOT NULL, worker TEXT NOT NULL, pid INTEGER NOT NULL, "
-    "enqueued_at DOUBLE PRECISION, "
+    "enqueued_at DOUBLE PRECISION, t_claim DOUBLE PRECISION, "
     "t_start DOUBLE PRECISION NOT NULL, t_end DOUBLE PRECISION, outcome TEXT, landed INTEGER, err TEXT)",
     "CREATE TABLE IF NOT EXISTS seen (uid TEXT PRIMARY KEY, session TEXT NOT NULL, n INTEGER NOT NULL, "
     "off BIGINT NOT NULL, key TEXT NOT NULL, t DOUBLE PRECISION NOT NULL)",
@@ -345,7 +345,7 @@ def worker(cfg: Config, index: int) -> None:
     pid = os.getpid()
     wid = f"w{index}-{pid}"
     w = alkstore.Worker(store, concurrency=cfg.worker_concurrency, worker_id=wid, grace_s=30)
-    ins = ", ".join(cfg.ph(10))
+    ins = ", ".join(cfg.ph(11))
     upd = cfg.ph(5)
 
     def handle(payload: Any, job: alkstore.JobHandle) -> None:
@@ -355,8 +355,8 @@ def worker(cfg: Config, index: int) -> None:
         key = p.get("key")
         with store.transaction() as tx:
             tx.execute(
-                "INSERT INTO execs (uid, job_id, queue, key, attempt, worker, pid, enqueued_at, t_start, "
-                f"landed) VALUES ({ins})",
+                "INSERT INTO execs (uid, job_id, queue, key, attempt, worker, pid, enqueued_at, t_claim, "
+                f"t_start, landed) VALUES ({ins})",
                 [
                     uid,
                     job.id,
@@ -366,6 +366,7 @@ def worker(cfg: Config, index: int) -> None:
                     wid,
                     pid,
                     job.enqueued_at.timestamp(),
+                    job.claimed_at.timestamp(),
                     t_start,
                     None,
                 ],
