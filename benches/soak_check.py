@@ -129,8 +129,8 @@ def check(
     ledger = _rows(store, "SELECT key, kind, ref, producer, txn FROM ledger")
     execs = _rows(
         store,
-        "SELECT uid, job_id, queue, key, attempt, pid, enqueued_at, t_claim, t_start, t_end, outcome, landed, err "
-        "FROM execs",
+        "SELECT uid, job_id, queue, key, attempt, pid, enqueued_at, t_claim, t_start, t_end, outcome, "
+        "landed, err FROM execs",
     )
     seen = _rows(store, "SELECT session, n, off, key, t FROM seen")
     delivered = _rows(store, "SELECT key, pid, t FROM delivered")

@@ -25,6 +25,10 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    13: {
+        "sqlite": ["DROP TRIGGER __alkstore_jobs_link", "DROP VIEW __alkstore_jobs_linked"],
+        "postgres": [],
+    },
     12: {
         "sqlite": [
             *(f"DROP TRIGGER __alkstore_{t}" for t in _WORKFLOW_TRIGGERS),

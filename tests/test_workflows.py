@@ -541,26 +541,6 @@ def app(target: Target) -> Iterator[AppConn]:
             yield pg
 
 
-#: SPEC §25 and issue 27 ask for `after` with conn=. Postgres links parents in
-#: its one guarded conn= statement; SQLite's conn= enqueue does not yet and
-#: refuses it (its engine calls core's rules::workflows::check_foreign).
-#: Strict: these fail once it does.
-SQLITE_CONN_NOT_YET = "after= with conn= is refused by the SQLite engine for now"
-
-
-@pytest.fixture
-def flows_on_conn(request: pytest.FixtureRequest, target: Target) -> None:
-    request.applymarker(
-        pytest.mark.xfail(
-            target.engine == "sqlite",
-            strict=True,
-            raises=(ValueError, AssertionError),
-            reason=SQLITE_CONN_NOT_YET,
-        )
-    )
-
-
-@pytest.mark.usefixtures("flows_on_conn")
 def test_a_graph_on_the_applications_own_connection(store: Store, app: AppConn) -> None:
     q = store.queue("conn-graph")
     a = q.enqueue({"step": "a"}, conn=app)
@@ -577,7 +557,6 @@ def test_a_graph_on_the_applications_own_connection(store: Store, app: AppConn) 
     assert [state(store, "conn-graph", i) for i in (b, c)] == ["pending", "pending"]
 
 
-@pytest.mark.usefixtures("flows_on_conn")
 def test_conn_enqueue_refuses_an_id_never_issued(store: Store, app: AppConn) -> None:
     q = store.queue("conn-bad")
     q.enqueue({"n": 0})
@@ -592,7 +571,6 @@ def test_conn_enqueue_refuses_an_id_never_issued(store: Store, app: AppConn) -> 
     assert q.stats().pending == 2 and q.stats().waiting == 1
 
 
-@pytest.mark.usefixtures("flows_on_conn")
 def test_conn_enqueue_after_a_dead_parent_applies_on_failure(store: Store, app: AppConn) -> None:
     q = store.queue("conn-dead", max_attempts=1)
     a, ok = q.enqueue({"n": 1}), q.enqueue({"n": 2})
@@ -608,7 +586,6 @@ def test_conn_enqueue_after_a_dead_parent_applies_on_failure(store: Store, app: 
     assert state(store, "conn-dead", run) == "pending"
 
 
-@pytest.mark.usefixtures("flows_on_conn")
 def test_conn_enqueue_keeps_a_result_and_counts_an_issued_gone_parent_as_done(
     store: Store, app: AppConn
 ) -> None:
@@ -626,7 +603,6 @@ def test_conn_enqueue_keeps_a_result_and_counts_an_issued_gone_parent_as_done(
     assert result is not None and result.state == "done" and result.value == {"sum": 3}
 
 
-@pytest.mark.usefixtures("flows_on_conn")
 def test_conn_enqueue_of_a_live_unique_key_with_keep_result_returns_the_live_job(
     store: Store, app: AppConn
 ) -> None:
@@ -639,17 +615,21 @@ def test_conn_enqueue_of_a_live_unique_key_with_keep_result_returns_the_live_job
     assert q.stats().pending == 3
 
 
-def test_conn_enqueue_with_after_in_postgres_autocommit_is_one_statement(
-    store: Store, target: Target
-) -> None:
+def test_conn_enqueue_with_after_in_autocommit_is_one_statement(store: Store, target: Target) -> None:
     """In autocommit each statement commits alone, so the child must be linked by
     the statement that inserts it: it is never seen pending before its parents."""
-    if target.engine != "postgres":
-        pytest.skip("sqlite refuses after= with conn= for now")
     q = store.queue("conn-auto")
     a = q.enqueue({"n": 1})
-    with psycopg.connect(PG_URL, autocommit=True) as pg:
-        children = q.enqueue_many([{"n": i} for i in range(3)], after=[a], conn=pg)
+    payloads = [{"n": i} for i in range(3)]
+    if target.engine == "sqlite":
+        lite = sqlite3.connect(target.location, timeout=5, isolation_level=None)
+        try:
+            children = q.enqueue_many(payloads, after=[a], conn=lite)
+        finally:
+            lite.close()
+    else:
+        with psycopg.connect(PG_URL, autocommit=True) as pg:
+            children = q.enqueue_many(payloads, after=[a], conn=pg)
     assert [state(store, "conn-auto", i) for i in children] == ["waiting"] * 3
     assert q.stats().waiting == 3 and store.job_edges(a) == ([], children)
     settle(store, "conn-auto", a)
@@ -660,10 +640,13 @@ def test_conn_enqueue_with_after_on_sqlalchemy(store: Store, target: Target) -> 
     from sqlalchemy import create_engine
     from sqlalchemy.orm import Session
 
-    if target.engine != "postgres":
-        pytest.skip("sqlite refuses after= with conn= for now")
     q = store.queue("conn-sa")
-    db = create_engine(PG_URL.replace("postgresql://", "postgresql+psycopg://", 1))
+    url = (
+        f"sqlite:///{target.location}"
+        if target.engine == "sqlite"
+        else PG_URL.replace("postgresql://", "postgresql+psycopg://", 1)
+    )
+    db = create_engine(url)
     try:
         with db.connect() as c:
             a = q.enqueue({"n": 1}, conn=c)
@@ -684,7 +667,7 @@ def test_conn_enqueue_with_after_on_sqlalchemy(store: Store, target: Target) -> 
 @pytest.mark.parametrize("driver", ["asyncpg", "psycopg"])
 def test_aenqueue_with_after_on_an_async_driver(store: Store, target: Target, driver: str) -> None:
     if target.engine != "postgres":
-        pytest.skip("no async SQLite driver takes after= with conn= yet")
+        pytest.skip("asyncpg and psycopg reach only Postgres (aiosqlite: the test below)")
     import asyncpg
 
     q = store.queue("conn-async")
@@ -711,6 +694,32 @@ def test_aenqueue_with_after_on_an_async_driver(store: Store, target: Target, dr
             return a, kids
 
     a, kids = asyncio.run(on_asyncpg() if driver == "asyncpg" else on_psycopg())
+    assert [state(store, "conn-async", i) for i in kids] == ["waiting", "waiting"]
+    settle(store, "conn-async", a)
+    assert [state(store, "conn-async", i) for i in kids] == ["pending", "pending"]
+
+
+def test_aenqueue_with_after_on_an_aiosqlite_session(store: Store, target: Target) -> None:
+    if target.engine != "sqlite":
+        pytest.skip("aiosqlite reaches only SQLite files")
+    from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
+
+    q = store.queue("conn-async")
+
+    async def on_aiosqlite() -> tuple[int, list[int]]:
+        db = create_async_engine(f"sqlite+aiosqlite:///{target.location}")
+        try:
+            async with AsyncSession(db) as s:
+                a = await q.aenqueue({"n": 1}, conn=s)
+                kids = await q.aenqueue_many([{"n": 2}, {"n": 3}], after=[a], conn=s)
+                with pytest.raises(ValueError, match="never issued"):
+                    await q.aenqueue({"n": 4}, after=[kids[-1] + 1000], conn=s)
+                await s.commit()
+            return a, kids
+        finally:
+            await db.dispose()
+
+    a, kids = asyncio.run(on_aiosqlite())
     assert [state(store, "conn-async", i) for i in kids] == ["waiting", "waiting"]
     settle(store, "conn-async", a)
     assert [state(store, "conn-async", i) for i in kids] == ["pending", "pending"]

@@ -385,11 +385,15 @@ async def arun(
     params: Params,
     n: int,
     land: Callable[[Rows, str | None, bool], T],
+    refusal: tuple[str, Params] | None = None,
 ) -> T:
     """Runs the statement on an async driver; ``land`` (the binding) checks the rows and
     shapes the ids, with the caller's database named only when fewer rows than ``n`` came
-    back, and whether the failed statement aborted the caller's transaction."""
+    back, and whether the failed statement aborted the caller's transaction. ``refusal``
+    (from core) explains missing rows: its rows, if any, are landed instead."""
     rows = await adapter.run(sql, params)
+    if len(rows) != n and refusal is not None:
+        rows = await adapter.run(*refusal) or rows
     return land(rows, None if len(rows) == n else await adapter.location(), adapter.aborted)
 
 

@@ -101,7 +101,12 @@ impl<H: Harness> Db<H> {
     pub fn run_foreign(&self, call: &ForeignCall) -> TestResult<Vec<i64>> {
         let caller = self.reopen()?;
         let mut tx = caller.begin()?;
-        let rows = tx.query(&call.rendered.sql, &call.rendered.params)?;
+        let mut rows = tx.query(&call.rendered.sql, &call.rendered.params)?;
+        if rows.len() != call.rows() {
+            if let Some(why) = call.refusal() {
+                rows = tx.query(&why.sql, &why.params)?;
+            }
+        }
         tx.commit()?;
         let rows = rows
             .iter()

@@ -417,9 +417,10 @@ pub fn one_enqueue_many_links_each_job_to_its_own_parents<H: Harness>(db: &Db<H>
     Ok(())
 }
 
-/// `enqueue(conn=…)` (ADR 0015) with parents: Postgres links them in its one
-/// guarded statement (a dead parent applies `on_failure`, an id never issued
-/// writes nothing and lands as the ValueError); SQLite refuses for now.
+/// `enqueue(conn=…)` (ADR 0015) with parents: one guarded statement links
+/// them (a dead parent applies `on_failure`, an id never issued writes
+/// nothing and lands as the ValueError); on SQLite a batch cannot also hold
+/// unique keys.
 pub fn a_foreign_enqueue_links_its_parents<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;
     let (failed, live) = (db.put("p", &opts(), "failed")?, db.put("p", &opts(), "live")?);
@@ -431,12 +432,8 @@ pub fn a_foreign_enqueue_links_its_parents<H: Harness>(db: &Db<H>) -> TestResult
         child("killed", &[failed], OnFailure::Cancel),
         NewJob { keep_result_s: Some(60), ..job("kept") },
     ];
-    if s.engine_kind() == "sqlite" {
-        let refused = s.foreign_enqueue("c", &opts(), &jobs, ParamStyle::Qmark);
-        assert!(matches!(refused, Err(Error::Value(m)) if m.contains("not supported with conn= on SQLite")));
-        return Ok(());
-    }
-    let call = s.foreign_enqueue("c", &opts(), &jobs, ParamStyle::Dollar)?.ok_or("a statement")?;
+    let style = if s.engine_kind() == "sqlite" { ParamStyle::Qmark } else { ParamStyle::Dollar };
+    let call = s.foreign_enqueue("c", &opts(), &jobs, style)?.ok_or("a statement")?;
     let ids = db.run_foreign(&call)?;
     assert_eq!(state(db, "c", ids[0])?, Some(JobState::Waiting), "waits for its live parent");
     assert_eq!(s.job_edges(ids[0])?.parents, vec![live]);
@@ -444,11 +441,19 @@ pub fn a_foreign_enqueue_links_its_parents<H: Harness>(db: &Db<H>) -> TestResult
     assert_eq!(last_error(db, "c", ids[1])?.as_deref(), Some(format!("parent job {failed} died: gone wrong").as_str()));
     assert_eq!(state(db, "c", ids[2])?, Some(JobState::Pending));
     let never = ids[2] + 1_000;
-    let call = s.foreign_enqueue("c", &opts(), &[child("no", &[live, never], OnFailure::Run)], ParamStyle::Dollar)?;
+    let call = s.foreign_enqueue("c", &opts(), &[child("no", &[live, never], OnFailure::Run)], style)?;
     let refused = db.run_foreign(&call.ok_or("a statement")?).map_err(|e| e.to_string());
     assert_eq!(refused, Err(format!("after: job {never} was never issued by this store")));
     assert_eq!(s.stats("c")?.waiting, 1, "nothing written");
     run_one(db, "p")?;
     assert_eq!(state(db, "c", ids[0])?, Some(JobState::Pending));
+    let keyed = NewJob { unique_key: Some("k".into()), ..job("keyed") };
+    let mixed = s.foreign_enqueue("c", &opts(), &[child("x", &[live], OnFailure::Run), keyed], style);
+    if s.engine_kind() == "sqlite" {
+        assert!(matches!(mixed, Err(Error::Value(m)) if m.contains("cannot share one conn= enqueue on SQLite")));
+    } else {
+        let ids = db.run_foreign(&mixed?.ok_or("a statement")?)?;
+        assert_eq!(state(db, "c", ids[1])?, Some(JobState::Pending));
+    }
     Ok(())
 }

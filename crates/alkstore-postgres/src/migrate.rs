@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("migrations/0010_limits.sql")),
     (11, include_str!("migrations/0011_slots.sql")),
     (12, include_str!("migrations/0012_workflows.sql")),
+    (13, include_str!("migrations/0013_linked_enqueue.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

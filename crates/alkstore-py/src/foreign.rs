@@ -67,10 +67,23 @@ pub(crate) fn run(
     let n = call.rows();
     let Rendered { sql, params: values } = call.take_rendered();
     let params = params(py, values, style.by_name())?;
+    let refusal = match call.refusal() {
+        Some(r) => Some((r.sql.clone(), self::params(py, r.params.clone(), style.by_name())?)),
+        None => None,
+    };
     let landing = Landing { store: store.clone(), call, shape };
     match how {
         Call::Sync => {
-            let rows: Rows = adapter.call_method1("run", (sql, params))?.extract()?;
+            let mut rows: Rows = adapter.call_method1("run", (sql, params))?.extract()?;
+            if rows.len() != n {
+                // Missing rows: a refused parent, or another database; the refusal says which.
+                if let Some((sql, params)) = refusal {
+                    let why: Rows = adapter.call_method1("run", (sql, params))?.extract()?;
+                    if !why.is_empty() {
+                        rows = why;
+                    }
+                }
+            }
             let theirs =
                 if rows.len() == n { None } else { Some(adapter.call_method0("location")?.extract::<String>()?) };
             let aborted = adapter.getattr("aborted")?.extract::<bool>()?;
@@ -81,7 +94,7 @@ pub(crate) fn run(
                 let (rows, theirs, aborted): (Rows, Option<String>, bool) = args.extract()?;
                 landing.land(args.py(), rows, theirs, aborted)
             })?;
-            let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, sql, params, n, land))?;
+            let coro = py.import("alkstore._conn")?.call_method1("arun", (adapter, sql, params, n, land, refusal))?;
             Ok(coro.unbind())
         }
     }

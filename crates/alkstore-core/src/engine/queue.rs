@@ -27,6 +27,17 @@ pub trait EnqueueOps {
     /// live job's — and on Postgres notifies. Its values are
     /// [`foreign_params`], in that order.
     fn foreign_enqueue(&self, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> Result<(String, Vec<SqlValue>)>;
+
+    /// Where the statement of [`EnqueueOps::foreign_enqueue`] for `jobs`
+    /// answers a refused parent with no rows rather than a row of its own: a
+    /// second statement, on the same values, run only when rows are missing,
+    /// returning one row `(-issued, NULL)` when the connection reaches this
+    /// store and some parent is above the highest id it has issued, and no
+    /// row otherwise (the connection reaches another database).
+    fn foreign_refusal(&self, jobs: &[NewJob]) -> Option<String> {
+        let _ = jobs;
+        None
+    }
 }
 
 /// The values of a foreign enqueue, the same for every engine: `$1` the

@@ -38,14 +38,15 @@ pub fn check_job(job: &NewJob) -> Result<()> {
     Ok(())
 }
 
-/// An engine whose enqueue on a caller's own connection (ADR 0015) cannot
-/// link parents refuses `after` and `keep_result` there, before anything
+/// SQLite's enqueue on a caller's own connection (ADR 0015) links parents
+/// through a view that cannot take an upsert, so one call there cannot mix
+/// jobs with parents and jobs with a unique key; refused before anything
 /// is rendered.
 pub fn check_foreign(jobs: &[NewJob], engine: &str) -> Result<()> {
-    if jobs.iter().any(NewJob::in_workflow) {
+    if jobs.iter().any(|j| !j.after.is_empty()) && jobs.iter().any(|j| j.unique_key.is_some()) {
         return Err(Error::Value(format!(
-            "after and keep_result are not supported with conn= on {engine} yet: enqueue the job without conn=, \
-             in a store transaction"
+            "after and unique_key cannot share one conn= enqueue on {engine}: enqueue the keyed jobs in a call \
+             of their own"
         )));
     }
     Ok(())

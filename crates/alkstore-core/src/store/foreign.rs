@@ -13,6 +13,8 @@ use crate::store::Store;
 pub struct ForeignCall {
     /// The text and values, in the driver's placeholder style.
     pub rendered: Rendered,
+    /// What explains missing rows ([`crate::EnqueueOps::foreign_refusal`]).
+    refusal: Option<Rendered>,
     expect: Expect,
 }
 
@@ -29,6 +31,12 @@ impl ForeignCall {
     /// so the binding hands the values to the driver without copying them.
     pub fn take_rendered(&mut self) -> Rendered {
         std::mem::take(&mut self.rendered)
+    }
+
+    /// The statement to run when fewer rows than [`ForeignCall::rows`] came
+    /// back: its rows, when it returns any, are what to land.
+    pub fn refusal(&self) -> Option<&Rendered> {
+        self.refusal.as_ref()
     }
 
     /// How many rows the statement returns where the connection reaches this store.
@@ -90,7 +98,8 @@ impl Store {
         let jobs = distinct.as_ref().map_or_else(|| jobs.to_vec(), |d| d.jobs.clone());
         let (sql, params) = self.engine().foreign_enqueue(queue, opts, &jobs)?;
         let rendered = render(&sql, &params, style)?;
-        Ok(Some(ForeignCall { rendered, expect: Expect::Jobs { jobs, distinct } }))
+        let refusal = self.engine().foreign_refusal(&jobs).map(|sql| render(&sql, &params, style)).transpose()?;
+        Ok(Some(ForeignCall { rendered, refusal, expect: Expect::Jobs { jobs, distinct } }))
     }
 
     /// `stream.publish(conn=…)`: the same checks as `publish`, then the
@@ -105,7 +114,7 @@ impl Store {
         self.check_event(stream, key, payload)?;
         self.open_check()?;
         let (sql, params) = self.engine().foreign_publish(stream, key, payload)?;
-        Ok(ForeignCall { rendered: render(&sql, &params, style)?, expect: Expect::Offset })
+        Ok(ForeignCall { rendered: render(&sql, &params, style)?, refusal: None, expect: Expect::Offset })
     }
 }
 
@@ -131,7 +140,7 @@ mod tests {
         let distinct = Distinct::of(&jobs);
         let jobs = distinct.as_ref().map_or(jobs, |d| d.jobs.clone());
         let rendered = Rendered { sql: String::new(), params: Vec::new() };
-        ForeignCall { rendered, expect: Expect::Jobs { jobs, distinct } }
+        ForeignCall { rendered, refusal: None, expect: Expect::Jobs { jobs, distinct } }
     }
 
     #[test]

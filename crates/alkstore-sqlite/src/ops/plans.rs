@@ -214,9 +214,22 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
 #[test]
 fn workflow_plans_seek_by_key() -> Result<()> {
     use super::workflows::{
-        CHILDREN, DEAD_PARENT, KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS, PARENTS, PARENT_RESULTS,
-        PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS, RESULT,
+        CHILDREN, KEEP_RESULT, PARENTS, PARENT_RESULTS, PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS,
+        RESULT,
     };
+    // Migration 0013's link steps, `NEW.id` as ?1 and `NEW.after_ids` as ?2.
+    const LINK_EDGES: &str = "INSERT INTO __alkstore_edges (parent_id, child_id, settled) \
+         SELECT p.value, ?1, NOT EXISTS (SELECT 1 FROM __alkstore_jobs j WHERE j.id = p.value) \
+         FROM json_each(?2) AS p WHERE true ON CONFLICT DO NOTHING";
+    const LINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1 \
+         WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) AND has_children = 0";
+    const LINK_CHILD: &str = "UPDATE __alkstore_jobs \
+         SET parents_left = (SELECT count(*) FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0), \
+         state = CASE WHEN EXISTS (SELECT 1 FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) \
+         THEN 'waiting' ELSE 'pending' END WHERE id = ?1";
+    const DEAD_PARENT: &str = "SELECT c.id, d.id, d.last_error FROM __alkstore_edges e \
+         JOIN __alkstore_dead d ON d.id = e.parent_id JOIN __alkstore_jobs c ON c.id = e.child_id \
+         WHERE e.child_id = ?1 ORDER BY d.id LIMIT 1";
     const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1 \
          WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
          AND +state = 'waiting'";
@@ -263,15 +276,21 @@ fn workflow_plans_seek_by_key() -> Result<()> {
 /// The workflow ack's and the link's statements stay compiled across calls.
 #[test]
 fn workflow_statements_are_never_reprepared() -> Result<()> {
-    use super::workflows::{KEEP_RESULT, LINK_CHILD, LINK_EDGES, LINK_PARENTS};
+    use super::enqueue::ENQUEUE_LINKED;
+    use super::workflows::KEEP_RESULT;
     use rusqlite::types::Value;
     use rusqlite::StatementStatus;
     let conn = populated(false)?;
-    let cases: [(&str, Vec<Value>); 4] = [
+    let linked = |after: &str| -> Vec<Value> {
+        let mut v: Vec<Value> = vec![Value::Text("q".into()), Value::Text("{}".into()), 0.into(), 3.into()];
+        v.extend([30.into(), Value::Real(1.0), Value::Null, 0.into(), Value::Null, 0.into(), Value::Null]);
+        v.extend([Value::Null, Value::Null, Value::Text("cancel".into()), Value::Text(after.into())]);
+        v
+    };
+    let cases: [(&str, Vec<Value>); 3] = [
         (KEEP_RESULT, vec![1.into(), Value::Text("w".into()), 1.into(), 0.into(), Value::Text("1".into())]),
-        (LINK_EDGES, vec![3000.into(), Value::Text("[1,2]".into())]),
-        (LINK_PARENTS, vec![3000.into()]),
-        (LINK_CHILD, vec![3000.into(), Value::Null, Value::Text("cancel".into())]),
+        (ENQUEUE_LINKED, linked("[1,2]")),
+        (ENQUEUE_LINKED, linked("[3]")),
     ];
     for (sql, params) in cases {
         let mut st = conn.prepare(sql).db()?;

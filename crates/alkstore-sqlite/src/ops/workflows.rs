@@ -1,6 +1,7 @@
-//! Workflows (SPEC §25, ADR 0029): linking a child to its parents at
-//! enqueue, the ack of a job with children or a kept result, the relink of
-//! a redriven child, and the reads of results and edges.
+//! Workflows (SPEC §25, ADR 0029): the check of a child's parents at
+//! enqueue (migration 0013's trigger links it), the ack of a job with
+//! children or a kept result, the relink of a redriven child, and the reads
+//! of results and edges.
 //!
 //! What happens to the children when a parent leaves the live table — the
 //! release at an ack, the failure at a death or a cancel — is migration
@@ -10,7 +11,7 @@
 //! its row 'cancelled' first) is an ack.
 
 use alkstore_core::rules::workflows::{highest_parent, never_issued};
-use alkstore_core::{Claimed, JobEdges, JobResult, NewJob, OnFailure, Result, Tx, WorkflowOps};
+use alkstore_core::{Claimed, JobEdges, JobResult, NewJob, Result, Tx, WorkflowOps};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::conn::{atomic, now, Scope};
@@ -21,37 +22,6 @@ use crate::error::DbResult;
 /// high-water mark of ids that left it (migration 0001), whichever is higher.
 pub(crate) const ISSUED: &str =
     "SELECT max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids))";
-
-/// One edge per parent of child `?1`, the parents a JSON array `?2`; a
-/// parent that is not live (acked, dead or cancelled) has settled already.
-pub(crate) const LINK_EDGES: &str = "INSERT INTO __alkstore_edges (parent_id, child_id, settled) \
-     SELECT p.value, ?1, NOT EXISTS (SELECT 1 FROM __alkstore_jobs j WHERE j.id = p.value) FROM json_each(?2) AS p \
-     WHERE true ON CONFLICT DO NOTHING";
-
-/// The live parents of child `?1` learn that they have children, so their
-/// ack (and their death) looks at the edges.
-pub(crate) const LINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1 \
-     WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) AND has_children = 0";
-
-/// The first dead parent of child `?1`: with on_failure 'cancel' the child
-/// dies at birth, naming it.
-pub(crate) const DEAD_PARENT: &str = "SELECT d.id, d.last_error FROM __alkstore_edges e \
-     JOIN __alkstore_dead d ON d.id = e.parent_id WHERE e.child_id = ?1 ORDER BY d.id LIMIT 1";
-
-/// The child `?1`'s workflow columns: `?2` keep_result_s, `?3` on_failure
-/// (NULL: no parents), and with parents the count of unsettled ones, which
-/// makes it 'waiting' when above zero.
-pub(crate) const LINK_CHILD: &str = "UPDATE __alkstore_jobs SET keep_result_s = ?2, on_failure = ?3, \
-     parents_left = CASE WHEN ?3 IS NULL THEN NULL \
-       ELSE (SELECT count(*) FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) END, \
-     state = CASE WHEN ?3 IS NOT NULL AND EXISTS (SELECT 1 FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) \
-       THEN 'waiting' ELSE state END \
-     WHERE id = ?1";
-
-/// A child born dead: `?1` id, `?2` last error, `?3` now.
-pub(crate) const KILL_MOVE: &str = live_to_dead!("?2", "?3", "id = ?1");
-/// The second half of [`KILL_MOVE`].
-pub(crate) const KILL_DELETE: &str = "DELETE FROM __alkstore_jobs WHERE id = ?1";
 
 /// The result `?5` of a valid handle's job (`?1`–`?4` as the handle ops'
 /// predicate), kept for its `keep_result_s`, or while a waiting child
@@ -112,32 +82,6 @@ pub(crate) fn check_issued(conn: &Connection, jobs: &[NewJob]) -> Result<()> {
     if highest > issued {
         let first = jobs.iter().flat_map(|j| j.after.iter()).copied().filter(|id| *id > issued).min();
         return Err(never_issued(first.unwrap_or(highest)));
-    }
-    Ok(())
-}
-
-/// Links the freshly inserted job `id` to its parents and stamps its
-/// workflow columns (inside the enqueue's transaction).
-pub(crate) fn link(conn: &Connection, offset: i64, id: i64, job: &NewJob) -> Result<()> {
-    let on_failure = (!job.after.is_empty()).then(|| job.on_failure.as_str());
-    if !job.after.is_empty() {
-        let parents = serde_json::to_string(&job.after).unwrap_or_else(|_| "[]".into());
-        conn.prepare_cached(LINK_EDGES).and_then(|mut s| s.execute(params![id, parents])).db()?;
-        conn.prepare_cached(LINK_PARENTS).and_then(|mut s| s.execute([id])).db()?;
-    }
-    conn.prepare_cached(LINK_CHILD).and_then(|mut s| s.execute(params![id, job.keep_result_s, on_failure])).db()?;
-    if job.after.is_empty() || job.on_failure == OnFailure::Run {
-        return Ok(());
-    }
-    let dead: Option<(i64, String)> = conn
-        .prepare_cached(DEAD_PARENT)
-        .and_then(|mut s| s.query_row([id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
-        .db()?;
-    if let Some((parent, error)) = dead {
-        let why = alkstore_core::rules::workflows::parent_failed(parent, Some(&error));
-        let now = now(conn, offset)?;
-        conn.prepare_cached(KILL_MOVE).and_then(|mut s| s.execute(params![id, why, now])).db()?;
-        conn.prepare_cached(KILL_DELETE).and_then(|mut s| s.execute([id])).db()?;
     }
     Ok(())
 }
