@@ -83,7 +83,7 @@ def test_migrate_makes_the_store_tables(engine: str, tmp_path: Path) -> None:
         assert migrated.returncode == 0, migrated.stdout + migrated.stderr
         assert "Applying alkstore.0001_initial... OK" in migrated.stdout
         # The store exists: opening it without creating anything succeeds.
-        with alkstore.open(location(env), _must_exist=True) as s:  # type: ignore[call-arg]
+        with alkstore.open(location(env), _must_exist=True) as s:
             assert s.queues() == []
         again = manage(env, "alkstore_migrate")
         assert again.returncode == 0, again.stderr
@@ -105,7 +105,7 @@ def test_importing_alkstore_imports_no_framework() -> None:
         "import sys, alkstore, alkstore.contrib; "
         "print(sorted(m for m in ('django', 'fastapi', 'starlette', 'flask') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
     assert out.stdout.strip() == "[]"
-
-

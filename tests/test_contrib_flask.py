@@ -53,7 +53,9 @@ def test_flask_alkstore_worker_runs_the_jobs(target: Target) -> None:
     )  # fmt: skip
     try:
         q = store.queue("orders")
-        wait_for(lambda: q.get_job(job_id) is None or worker.poll() is not None, timeout=60, what="the job runs")
+        wait_for(
+            lambda: q.get_job(job_id) is None or worker.poll() is not None, timeout=60, what="the job runs"
+        )
     finally:
         worker.send_signal(signal.SIGTERM)
         _, err = worker.communicate(timeout=60)

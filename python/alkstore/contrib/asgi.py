@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, MutableMapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
@@ -40,9 +40,12 @@ __all__ = ["Alkstore"]
 #: The key of the store in the lifespan state (``request.state.alkstore`` in Starlette).
 STATE_KEY = "alkstore"
 
-Scope = dict[str, Any]
-Receive = Callable[[], Any]
-Send = Callable[[dict[str, Any]], Any]
+# ASGI's own types, spelled out so that nothing here imports a framework.
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class Alkstore:
@@ -134,7 +137,7 @@ class Alkstore:
         read_only: bool = False,
         auth: str | None = None,
         allowed_hosts: Iterable[str] | None = None,
-    ) -> Callable[[Scope, Receive, Send], Any]:
+    ) -> ASGIApp:
         """The dashboard (SPEC §19, extra ``alkstore[dashboard]``) of this store,
         to mount: ``app.mount("/jobs", alk.dashboard())``. It is built at its
         first request, when the lifespan has opened the store; its pages link
@@ -143,7 +146,7 @@ class Alkstore:
         from alkstore.dashboard import create_app
 
         hosts = list(allowed_hosts or ())
-        built: dict[int, Any] = {}
+        built: dict[int, ASGIApp] = {}
 
         async def app(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] == "lifespan":  # a mounted app gets none; served alone it has nothing to do

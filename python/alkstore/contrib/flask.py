@@ -59,7 +59,9 @@ class Alkstore:
     def init_app(self, app: Flask, *, tasks: Tasks | None = None) -> None:
         url = app.config.get("ALKSTORE_URL")
         if not url:
-            raise RuntimeError("set app.config['ALKSTORE_URL'] to the store's path or URL before Alkstore(app)")
+            raise RuntimeError(
+                "set app.config['ALKSTORE_URL'] to the store's path or URL before Alkstore(app)"
+            )
         options: dict[str, Any] = dict(app.config.get("ALKSTORE_OPTIONS") or {})
         store = alkstore.open(url, **options)
         atexit.register(store.close)
@@ -102,7 +104,9 @@ def _commands() -> None:
 
 
 @_commands.command("worker", help="Run the task registry's jobs until SIGTERM or Ctrl-C.")
-@click.option("--tasks", "spec", default=None, metavar="MODULE:ATTR", help="another registry than Alkstore(tasks=)")
+@click.option(
+    "--tasks", "spec", default=None, metavar="MODULE:ATTR", help="another registry than Alkstore(tasks=)"
+)
 @click.option("--queues", default=None, metavar="Q1,Q2", help="only these queues (default: every task's)")
 @click.option("--concurrency", default=4, type=click.IntRange(min=1), show_default=True)
 @click.option("--no-schedules", is_flag=True, help="do not run the periodic tasks' schedules here")

@@ -152,7 +152,9 @@ def create_app(
         result = await run_in_threadpool(_apply, store, name, what, ids, everything)
         if isinstance(result, Response):
             return result
-        target = f"{_root(request)}/queue?name={_quote(name)}" + ("&state=dead" if what in {"requeue", "purge"} else "")
+        target = f"{_root(request)}/queue?name={_quote(name)}" + (
+            "&state=dead" if what in {"requeue", "purge"} else ""
+        )
         return RedirectResponse(target, status_code=303)
 
     def metrics(_: Request) -> Response:

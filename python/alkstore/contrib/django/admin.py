@@ -44,7 +44,9 @@ class QueueAdmin(admin.ModelAdmin):  # type: ignore[misc]  # django ships no typ
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         s = store()

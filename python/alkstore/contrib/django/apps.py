@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.apps import AppConfig
 
 
-class AlkstoreConfig(AppConfig):
+class AlkstoreConfig(AppConfig):  # type: ignore[misc]  # django ships no type information
     name = "alkstore.contrib.django"
     label = "alkstore"
     verbose_name = "alkstore"

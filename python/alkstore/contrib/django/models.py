@@ -1,7 +1,7 @@
 """A model with no table, so the admin lists the store's queues (SPEC §28).
 
 ``managed = False``: ``migrate`` creates no table for it; its rows are never
-read from the database. It gives the admin its place ("alkstore › Queues")
+read from the database. It gives the admin its place ("alkstore / Queues")
 and Django's permissions: ``view_queue`` to see, ``change_queue`` to
 requeue or purge dead letters.
 """

@@ -11,7 +11,7 @@ jobs in them) alone.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import migrations, models
 
@@ -30,9 +30,9 @@ def create_store_tables(apps: Any, schema_editor: Any) -> None:
 class Migration(migrations.Migration):  # type: ignore[misc]  # django ships no type information
     initial = True
     atomic = False
-    dependencies: list[tuple[str, str]] = []
+    dependencies: ClassVar[list[tuple[str, str]]] = []
 
-    operations = [
+    operations: ClassVar[list[Any]] = [
         migrations.CreateModel(
             name="Queue",
             fields=[("name", models.CharField(max_length=255, primary_key=True, serialize=False))],

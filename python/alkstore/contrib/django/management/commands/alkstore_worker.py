@@ -5,7 +5,7 @@ drop the jobs in flight)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -20,7 +20,7 @@ from alkstore.contrib.django.conf import target
 class Command(BaseCommand):  # type: ignore[misc]  # django ships no type information
     help = "Run the jobs of an alkstore task registry until SIGTERM or Ctrl-C."
     # The Worker handles SIGTERM / SIGINT itself and prints its own lines.
-    requires_system_checks: list[str] = []
+    requires_system_checks: ClassVar[list[str]] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -35,7 +35,11 @@ class Command(BaseCommand):  # type: ignore[misc]  # django ships no type inform
             "--no-schedules", action="store_true", help="do not run the periodic tasks' schedules here"
         )
         parser.add_argument(
-            "--status-every", type=float, default=10.0, metavar="S", help="seconds between status lines (0: none)"
+            "--status-every",
+            type=float,
+            default=10.0,
+            metavar="S",
+            help="seconds between status lines (0: none)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
