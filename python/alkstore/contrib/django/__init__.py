@@ -25,10 +25,12 @@ page per queue. Settings: :mod:`alkstore.contrib.django.conf`.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
-from django.db import connections
+from django.db import close_old_connections, connections
 
 import alkstore
+from alkstore._dispatch import Route
 from alkstore.contrib.django.conf import Target, target
 
 __all__ = ["Tasks", "close", "store"]
@@ -71,17 +73,34 @@ class Tasks(alkstore.Tasks):
     database, enqueues use the store's own connection too (they cannot join
     Django's transaction)."""
 
-    def __init__(self, store: alkstore.Store | None = None) -> None:
-        super().__init__(store)
-
     @property
     def store(self) -> alkstore.Store:
         bound = self._store
         return bound if bound is not None else _project_store()
 
+    #: Set by ``manage.py alkstore_worker``: each sync task there runs between
+    #: ``close_old_connections()`` calls, as a request does, so a worker thread's
+    #: ORM connection honours ``CONN_MAX_AGE`` and a broken one is replaced.
+    #: Off elsewhere (``alkstore.testing.drain`` in a test keeps the test's connection).
+    _manages_connections = False
+
     def _default_conn(self) -> object | None:
         alias = target().alias
         return None if alias is None else connections[alias]
+
+    def _route(self, job: alkstore.JobHandle) -> Route:
+        fn, is_async, timeout = super()._route(job)
+        if not self._manages_connections or is_async:
+            return fn, is_async, timeout
+
+        def run(payload: Any, handle: alkstore.JobHandle) -> Any:
+            close_old_connections()
+            try:
+                return fn(payload, handle)
+            finally:
+                close_old_connections()
+
+        return run, is_async, timeout
 
 
 _project_store = store

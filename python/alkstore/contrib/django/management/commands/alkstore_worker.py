@@ -13,6 +13,7 @@ from alkstore._cli._run import _load
 from alkstore._cli._target import CliError
 from alkstore._tasks import Tasks
 from alkstore.contrib._worker import run_registry
+from alkstore.contrib.django import Tasks as DjangoTasks
 from alkstore.contrib.django import close, store
 from alkstore.contrib.django.conf import target
 
@@ -53,6 +54,8 @@ class Command(BaseCommand):  # type: ignore[misc]  # django ships no type inform
         except CliError as exc:
             raise CommandError(str(exc)) from None
         assert isinstance(registry, Tasks)
+        if isinstance(registry, DjangoTasks):
+            registry._manages_connections = True
         queues = [q for q in options["queues"].split(",") if q] if options["queues"] else None
         try:
             status = run_registry(
