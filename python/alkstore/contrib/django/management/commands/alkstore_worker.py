@@ -5,7 +5,7 @@ drop the jobs in flight)."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -20,8 +20,6 @@ from alkstore.contrib.django.conf import target
 
 class Command(BaseCommand):  # type: ignore[misc]  # django ships no type information
     help = "Run the jobs of an alkstore task registry until SIGTERM or Ctrl-C."
-    # The Worker handles SIGTERM / SIGINT itself and prints its own lines.
-    requires_system_checks: ClassVar[list[str]] = []
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
