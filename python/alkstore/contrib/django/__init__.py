@@ -85,8 +85,12 @@ class Tasks(alkstore.Tasks):
     _manages_connections = False
 
     def _default_conn(self) -> object | None:
-        alias = target().alias
-        return None if alias is None else connections[alias]
+        where = target()
+        bound = self._store
+        if where.alias is None or (bound is not None and bound is not _stores.get(where)):
+            return None  # the store is not on a Django database (or the registry was bound elsewhere)
+        conn: object = connections[where.alias]
+        return conn
 
     def _route(self, job: alkstore.JobHandle) -> Route:
         fn, is_async, timeout = super()._route(job)
