@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
-__all__ = ["Target", "target"]
+__all__ = ["Target", "database_location", "location_of", "target"]
 
 KEYS = {"URL", "DATABASE", "OPTIONS", "TASKS"}
 
@@ -77,8 +77,11 @@ def database_location(alias: str) -> str:
     """What ``alkstore.open`` takes for the database of Django's ``alias``: its
     SQLite file, or a ``postgresql://`` URL built from its settings."""
     wrapper = connections[alias]
-    s = wrapper.settings_dict
-    vendor = wrapper.vendor
+    return location_of(alias, wrapper.vendor, wrapper.settings_dict)
+
+
+def location_of(alias: str, vendor: str, s: Mapping[str, Any]) -> str:
+    """:func:`database_location` from a backend's ``vendor`` and settings dict."""
     if vendor == "sqlite":
         name = str(s.get("NAME") or "")
         if not name or name == ":memory:" or "mode=memory" in name:
