@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -134,3 +135,34 @@ def test_a_real_uvicorn_serves_the_app_and_shuts_the_worker_down(target: Target)
     assert "Application shutdown complete" in err, err
     facts = json.loads(out.strip().splitlines()[-1])
     assert facts == {"closed": True, "worker_stopped": True, "acked": 1}, (facts, err)
+
+
+def test_shutdown_releases_a_job_still_running_past_the_grace(target: Target) -> None:
+    """The server stopping loses nothing: the Worker gets its grace (none here),
+    then puts the job back, its attempt refunded, before the store closes."""
+    started, finish = threading.Event(), threading.Event()
+    tasks = alkstore.Tasks()
+
+    @tasks.task(queue="slow")
+    def slow() -> str:
+        started.set()
+        finish.wait(60)
+        return "done"
+
+    def make_worker(store: alkstore.Store) -> alkstore.Worker:
+        return tasks.worker(1, grace_s=0.0, store=store)
+
+    alk = Alkstore(target.location, tasks=tasks, worker=make_worker, **options(target))
+    with TestClient(FastAPI(lifespan=alk.lifespan)):
+        job_id = slow.enqueue()
+        assert started.wait(60), "the in-process worker started the job"
+        worker = alk.worker
+        assert worker is not None
+    try:
+        assert not running(worker) and worker.counts.released == 1
+    finally:
+        finish.set()
+        wait_for(lambda: worker.counts.in_flight == 0, timeout=60, what="the handler's thread returns")
+    with target.open() as store:
+        job = store.queue("slow").get_job(job_id)
+    assert job is not None and (job.state, job.attempts) == ("pending", 0)
