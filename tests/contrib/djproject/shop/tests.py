@@ -168,6 +168,9 @@ class AdminPages(TransactionTestCase):
         self.assertContains(page, f'value="{dead[0]}"')
         self.assertContains(page, "broken &lt;script&gt;")
         self.assertNotContains(page, "broken <script>")
+        # The model has no table: nothing routes to a view that would read it.
+        for missing in ("add/", f"{self.queue}/history/", f"{self.queue}/delete/"):
+            self.assertEqual(self.client.get(f"/admin/alkstore/queue/{missing}").status_code, 404, missing)
 
     def test_requeue_and_purge_need_the_csrf_token(self) -> None:
         first, second = self.dead_letters(2)
