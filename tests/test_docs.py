@@ -36,6 +36,7 @@ USES_POSTGRES = re.compile(r"\bDATABASE_URL\b")  # not ALKSTORE_TEST_DATABASE_UR
 MECHANISM_PAGES = [
     "queues.md", "transactions.md", "waiting.md", "outbox.md", "scheduler.md",
     "streams.md", "locks.md", "workers.md", "cli.md", "state_machine.md", "tasks.md", "workflows.md",
+    "frameworks.md",
 ]  # fmt: skip
 
 

@@ -244,6 +244,9 @@ class TaskCall(Generic[P, R]):
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
         """:meth:`Task.enqueue` with these options."""
         payload = self.task._payload(args, kwargs)
+        conn = self.conn
+        if conn is None and self.tx is None:
+            conn = self.task._registry._default_conn()
         return self.task._queue().enqueue(
             payload,
             delay=self.delay,
@@ -253,7 +256,7 @@ class TaskCall(Generic[P, R]):
             unique_key=self.unique_key,
             group=self.group,
             tx=self.tx,
-            conn=self.conn,
+            conn=conn,
             **self._workflow(),
         )
 
@@ -314,6 +317,12 @@ class Tasks:
         if not isinstance(store, Store):
             raise TypeError(f"store must be an alkstore.Store, got {type(store).__name__}")
         self._store = store
+
+    def _default_conn(self) -> object | None:
+        """The ``conn=`` of a sync enqueue that names neither ``tx=`` nor
+        ``conn=``: None here (the store's own connection); a framework's
+        registry (``alkstore.contrib.django.Tasks``) answers its connection."""
+        return None
 
     def __contains__(self, name: object) -> bool:
         return name in self._tasks

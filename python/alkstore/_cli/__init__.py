@@ -266,7 +266,10 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge")
 
 
-def _run(args: argparse.Namespace) -> int:
+# Not `_run`: importing the submodule `alkstore._cli._run` sets that name on
+# this package, replacing a function of the same name (once anything in the
+# process has imported it, e.g. alkstore.contrib's worker commands).
+def _command(args: argparse.Namespace) -> int:
     from alkstore._cli import _inspect  # imported late: `alkstore --help` stays fast
 
     command: str = args.command
@@ -345,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the process exit status."""
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
+        return _command(args)
     except CliError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return exc.status

@@ -78,7 +78,12 @@ def create_app(
         cookie = request.cookies.get(CSRF_COOKIE)
         token = tokens.for_page(cookie)
         body = env.get_template(template).render(
-            csrf=token, read_only=read_only, engine=store.engine, request=request, **context
+            csrf=token,
+            read_only=read_only,
+            engine=store.engine,
+            request=request,
+            root=_root(request),
+            **context,
         )
         response = HTMLResponse(body, status_code=status_code)
         if token != cookie:
@@ -147,7 +152,9 @@ def create_app(
         result = await run_in_threadpool(_apply, store, name, what, ids, everything)
         if isinstance(result, Response):
             return result
-        target = f"/queue?name={_quote(name)}" + ("&state=dead" if what in {"requeue", "purge"} else "")
+        target = f"{_root(request)}/queue?name={_quote(name)}" + (
+            "&state=dead" if what in {"requeue", "purge"} else ""
+        )
         return RedirectResponse(target, status_code=303)
 
     def metrics(_: Request) -> Response:
@@ -236,6 +243,12 @@ def _queue_of(store: Store, job_id: int) -> Queue | None:
         if q.get_job(job_id) is not None:
             return q
     return None
+
+
+def _root(request: Request) -> str:
+    """The prefix the dashboard is mounted under (``app.mount("/jobs", ...)``), or "":
+    every link and form of its pages starts with it."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
 
 
 def _int(value: str | None) -> int | None:
