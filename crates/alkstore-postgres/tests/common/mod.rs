@@ -75,7 +75,7 @@ impl TestDb {
             return Ok(None);
         }
         let schema = fresh_schema();
-        let options = PgOptions { schema: schema.clone(), pool_size, ..PgOptions::default() };
+        let options = PgOptions { schema: schema.clone(), max_connections: pool_size, ..PgOptions::default() };
         let engine = alkstore_postgres::open(&url(), &options)?;
         Ok(Some(TestDb { engine, schema, options }))
     }
@@ -125,7 +125,7 @@ impl Harness for TestDb {
     }
 
     fn one_connection(options: &mut PgOptions) {
-        options.pool_size = 1;
+        options.max_connections = 1;
     }
 
     fn table(&self, name: &str) -> String {
