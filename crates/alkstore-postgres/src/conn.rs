@@ -96,10 +96,7 @@ impl Ctx<'_> {
     }
 
     /// `params` paired with the types of an unnamed statement.
-    fn typed<'p>(
-        types: &[Type],
-        params: &[&'p (dyn ToSql + Sync)],
-    ) -> Result<Vec<(&'p (dyn ToSql + Sync), Type)>> {
+    fn typed<'p>(types: &[Type], params: &[&'p (dyn ToSql + Sync)]) -> Result<Vec<(&'p (dyn ToSql + Sync), Type)>> {
         if types.len() != params.len() {
             return Err(Error::database(
                 None,

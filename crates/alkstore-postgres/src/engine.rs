@@ -21,7 +21,6 @@ use tokio::sync::watch;
 
 use crate::conn::{self, Ctx};
 use crate::error::{pg_error, pool_error, Exit};
-use crate::{maintain, pool};
 use crate::open::{self, Opened};
 use crate::ops::Statements;
 use crate::options::PgOptions;
@@ -29,6 +28,7 @@ use crate::prep::Prep;
 use crate::runtime::Rt;
 use crate::tx::PgTx;
 use crate::wake;
+use crate::{maintain, pool};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);

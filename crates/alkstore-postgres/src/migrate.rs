@@ -159,10 +159,16 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
     let quoted = quote_ident(schema);
     let meta = format!("{quoted}.meta");
     // to_regclass is NULL for a missing schema as for a missing table.
-    let has_meta: bool =
-        client.query_typed_one("SELECT to_regclass($1::text) IS NOT NULL", &[(&meta, Type::TEXT)]).await.map_err(pg)?.get(0);
+    let has_meta: bool = client
+        .query_typed_one("SELECT to_regclass($1::text) IS NOT NULL", &[(&meta, Type::TEXT)])
+        .await
+        .map_err(pg)?
+        .get(0);
     let row = if has_meta {
-        client.query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?
+        client
+            .query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[])
+            .await
+            .map_err(pg)?
     } else {
         None
     };

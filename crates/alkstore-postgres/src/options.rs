@@ -173,9 +173,15 @@ mod tests {
         assert_eq!(one("pool_size", OptValue::Int(1000))?.max_connections, 1000);
         assert_eq!(one("max_connections", OptValue::Int(2))?.max_connections, 2);
         assert_eq!(one("statements", OptValue::Str("unnamed".into()))?.statements, StatementMode::Unnamed);
-        assert!(matches!(one("statements", OptValue::Str("none".into())), Err(Error::Value(m)) if m.contains("unnamed")));
-        assert!(matches!(one("listen_url", OptValue::Str("x.db".into())), Err(Error::Value(m)) if m.contains("listen_url")));
-        assert!(matches!(one("max_connections", OptValue::Int(0)), Err(Error::Value(m)) if m.contains("max_connections")));
+        assert!(
+            matches!(one("statements", OptValue::Str("none".into())), Err(Error::Value(m)) if m.contains("unnamed"))
+        );
+        assert!(
+            matches!(one("listen_url", OptValue::Str("x.db".into())), Err(Error::Value(m)) if m.contains("listen_url"))
+        );
+        assert!(
+            matches!(one("max_connections", OptValue::Int(0)), Err(Error::Value(m)) if m.contains("max_connections"))
+        );
         assert!(matches!(one("schema", OptValue::Str("1x".into())), Err(Error::Value(_))));
         assert!(matches!(one("schema", OptValue::Int(1)), Err(Error::Type(_))));
         assert!(matches!(one("listen", OptValue::Int(1)), Err(Error::Type(_))));
