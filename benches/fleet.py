@@ -106,7 +106,9 @@ def setup(kind: str, direct: str, where: str, n: int) -> None:
             )
             pg.execute(f"CREATE INDEX ON {where}(queue, priority DESC, run_at, id) WHERE state='pending'")
             with pg.cursor() as c:
-                c.executemany(f"INSERT INTO {where}(queue,payload) VALUES ('e',%s)", [(json.dumps(PAYLOAD),)] * n)
+                c.executemany(
+                    f"INSERT INTO {where}(queue,payload) VALUES ('e',%s)", [(json.dumps(PAYLOAD),)] * n
+                )
         return
     import alkstore
 
@@ -142,7 +144,9 @@ def run_one(kind: str, route: str, width: int, n: int, direct: str, pooled_url: 
     url = pooled_url if route == "pgbouncer" else direct
     argv = [sys.executable, __file__, "--child", kind, url, where, route, direct]
     procs = [
-        subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(width)
     ]
     for p in procs:
@@ -220,9 +224,9 @@ def main() -> None:
             child_alkstore(url, where, route == "pgbouncer", direct)
         return
 
-    from soak_faults import PrivatePostgres
-
     from tests.pgbouncer import PgBouncer
+
+    from soak_faults import PrivatePostgres
 
     logs = tempfile.mkdtemp(prefix="alkstore-fleet-")
     server = PrivatePostgres(logs, max_connections=a.max_connections)
@@ -233,7 +237,10 @@ def main() -> None:
             f"# private Postgres max_connections={a.max_connections}; PgBouncer "
             f"pool_mode=transaction default_pool_size={a.pooler_size}; N={a.n}"
         )
-        print(f"{'route':<10} {'W':>3} {'kind':<9} {'jobs/s':>9} {'vs raw':>7} {'peak conns':>10} {'errors':>6} once")
+        print(
+            f"{'route':<10} {'W':>3} {'kind':<9} {'jobs/s':>9} {'vs raw':>7} "
+            f"{'peak conns':>10} {'errors':>6} once"
+        )
         for route in a.routes.split(","):
             for width in [int(w) for w in a.widths.split(",")]:
                 raw_rate = None

@@ -25,7 +25,18 @@ def test_64_worker_processes_drain_exactly_once_direct_and_pooled(tmp_path: Path
     if shutil.which("pgbouncer") is None:
         pytest.fail("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does)")
     out = tmp_path / "fleet.json"
-    argv = [sys.executable, str(FLEET), "-n", "640", "--widths", "64", "--kinds", "alkstore", "--json", str(out)]
+    argv = [
+        sys.executable,
+        str(FLEET),
+        "-n",
+        "640",
+        "--widths",
+        "64",
+        "--kinds",
+        "alkstore",
+        "--json",
+        str(out),
+    ]
     run = subprocess.run(argv, capture_output=True, text=True, timeout=880)
     assert run.returncode == 0, run.stderr[-4000:]
     rows = json.loads(out.read_text())
