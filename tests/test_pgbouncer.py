@@ -9,6 +9,8 @@ connection budget has. The 64-process drain is tests/test_fleet.py.
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -194,3 +196,32 @@ def test_max_connections_bounds_the_pool(schema: str) -> None:
         assert peak <= 2
     finally:
         store.close()
+
+
+def test_named_statements_behind_the_pooler_fail_with_a_hint(schema: str) -> None:
+    """The failure `statements="unnamed"` exists for: two processes' default
+    (named) statements meet on the pooler's one server session. Both number
+    their statements from s0, so the second finds the first's name taken
+    (SQLSTATE 42P05); the error says what to do."""
+    alkstore.open(PG_URL, schema=schema).close()  # both opens below then run the same statements
+    bouncer = PgBouncer(PG_URL, pool_size=1)
+    code = (
+        "import sys, alkstore\n"
+        "s = alkstore.open(sys.argv[1], schema=sys.argv[2], listen=False)\n"
+        "s.queue('q').enqueue({'n': 1})\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    argv = [sys.executable, "-c", code, bouncer.url(), schema]
+    try:
+        with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as first:
+            assert first.stdout is not None and first.stdin is not None
+            # Its enqueue statement stays prepared on the one server session.
+            assert first.stdout.readline().strip() == "ready"
+            second = subprocess.run(argv, input="\n", capture_output=True, text=True, timeout=60)
+            first.stdin.write("\n")
+            first.stdin.flush()
+        assert second.returncode != 0
+        assert "42P05" in second.stderr and 'statements="unnamed"' in second.stderr, second.stderr[-2000:]
+    finally:
+        bouncer.close()
