@@ -87,7 +87,7 @@ impl PgEngine {
         let Opened { rt, pool, listen, store_id } = open::open_pool(url, &shown, options, &exit)?;
         let stop = watch::Sender::new(false);
         if let Ok(runtime) = rt.runtime() {
-            pool::start_reaper(runtime, (pool).clone(), stop.subscribe());
+            pool::start_reaper(runtime, pool.clone(), stop.subscribe());
         }
         Ok(PgEngine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
