@@ -9,12 +9,13 @@ point is the connection budget, not the rate (docs/benchmarks.md has the rates).
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import require_pgbouncer
 
 FLEET = Path(__file__).parent.parent / "benches" / "fleet.py"
 
@@ -22,8 +23,7 @@ FLEET = Path(__file__).parent.parent / "benches" / "fleet.py"
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_64_worker_processes_drain_exactly_once_direct_and_pooled(tmp_path: Path) -> None:
-    if shutil.which("pgbouncer") is None:
-        pytest.fail("pgbouncer is not installed (apt-get install pgbouncer; .ci/run does)")
+    require_pgbouncer()
     out = tmp_path / "fleet.json"
     argv = [
         sys.executable,

@@ -19,7 +19,14 @@ from collections.abc import Iterator
 import pytest
 
 import alkstore
-from tests.conftest import PG_URL, drop_schema, new_schema_name, pg_admin_connect, require_postgres
+from tests.conftest import (
+    PG_URL,
+    drop_schema,
+    new_schema_name,
+    pg_admin_connect,
+    require_pgbouncer,
+    require_postgres,
+)
 from tests.pgbouncer import PgBouncer
 
 
@@ -100,6 +107,7 @@ def test_a_pooled_store_uses_no_session_state(pgbouncer: PgBouncer, schema: str)
     """Behind the pooler with one server connection, two stores' unnamed
     statements interleave on the same session; the server keeps no prepared
     statement of theirs afterwards."""
+    require_pgbouncer()
     bouncer = PgBouncer(PG_URL, pool_size=1)
     app = "alk_" + uuid.uuid4().hex[:8]
     try:
@@ -204,6 +212,7 @@ def test_named_statements_behind_the_pooler_fail_with_a_hint(schema: str) -> Non
     their statements from s0, so the second finds the first's name taken
     (SQLSTATE 42P05); the error says what to do."""
     alkstore.open(PG_URL, schema=schema).close()  # both opens below then run the same statements
+    require_pgbouncer()
     bouncer = PgBouncer(PG_URL, pool_size=1)
     code = (
         "import sys, alkstore\n"
