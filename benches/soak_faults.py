@@ -40,7 +40,8 @@ def _free_port() -> int:
 class PrivatePostgres:
     """A throwaway cluster: initdb, start, restart, kill -9, stop, remove."""
 
-    def __init__(self, log_dir: str) -> None:
+    def __init__(self, log_dir: str, max_connections: int = 200) -> None:
+        self.max_connections = max_connections
         self.dir = tempfile.mkdtemp(prefix="alkstore-soak-pg-")
         self.data = os.path.join(self.dir, "data")
         # The server's log stays in its own directory (the postgres user may not
@@ -72,7 +73,7 @@ class PrivatePostgres:
     def _ctl(self, *args: str, check: bool = True) -> int:
         opts = (
             f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c max_connections=200 -c shared_buffers=32MB"
+            f"-c max_connections={self.max_connections} -c shared_buffers=32MB"
         )
         return self._run(
             [_pg_bin("pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60", "-o", opts, *args],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,12 +22,16 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import alkstore
+from tests.pgbouncer import PgBouncer
 
 if TYPE_CHECKING:
     from alkstore import Store
 
 PG_URL = os.environ.get("ALKSTORE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 ENGINES = ["sqlite", "postgres"]
+# Modules marked `pgbouncer` also run every test through PgBouncer in transaction
+# mode (SPEC §26): the `pgbouncer` engine is Postgres behind the pooler.
+POOLED = "pgbouncer"
 ADMIN_APP = "alkstore-test-admin"
 
 # Hypothesis: `fast` by default, `slow` (many more examples) for a nightly run.
@@ -43,6 +48,22 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "fast"))
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here too so the marker works with or without the project's pytest config.
     config.addinivalue_line("markers", "slow: long-running test (many jobs, several processes)")
+    config.addinivalue_line(
+        "markers", "pgbouncer: the module's store tests also run through PgBouncer (transaction mode)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrises `engine`: both engines, plus `pgbouncer` under the marker."""
+    if "engine" not in metafunc.fixturenames:
+        return
+    for mark in metafunc.definition.iter_markers("parametrize"):
+        names = mark.args[0] if mark.args else mark.kwargs.get("argnames", "")
+        listed = names.replace(" ", "").split(",") if isinstance(names, str) else list(names)
+        if "engine" in listed:
+            return  # the test names its engines itself
+    pooled = metafunc.definition.get_closest_marker("pgbouncer") is not None
+    metafunc.parametrize("engine", [*ENGINES, POOLED] if pooled else ENGINES, indirect=True)
 
 
 def redact(url: str) -> str:
@@ -96,17 +117,25 @@ class Target:
     """Where a test's store lives: enough to open a second handle or hand it to a subprocess."""
 
     engine: str
-    location: str  # the SQLite file path, or the Postgres URL
+    location: str  # the SQLite file path, or the Postgres URL (the pooler's, when pooled)
     schema: str | None  # the engine-owned pg schema; None on SQLite
+    pooled: bool = False  # behind PgBouncer in transaction mode
 
     def open(self, **options: object) -> Store:
         if self.schema is not None:
             options.setdefault("schema", self.schema)
+        if self.pooled:
+            # What a user behind a transaction pooler passes (ADR 0030); wakes
+            # LISTEN on a direct session, as docs/scaling.md recommends.
+            options.setdefault("statements", "unnamed")
+            options.setdefault("listen_url", PG_URL)
         return alkstore.open(self.location, **options)  # type: ignore[arg-type]
 
     def argv(self) -> list[str]:
-        """Two command-line words a helper script turns back into `open()` arguments."""
-        return [self.location, self.schema or "-"]
+        """Two command-line words a helper script turns back into `open()` arguments.
+
+        A pooled target's helpers connect directly: a fleet may mix both."""
+        return [PG_URL if self.pooled else self.location, self.schema or "-"]
 
     def table(self, base: str) -> str:
         """A unique name for the user's own table; on pg inside the test schema (dropped with it)."""
@@ -118,19 +147,44 @@ class Target:
         return "?" if self.engine == "sqlite" else f"${i}"
 
 
-@pytest.fixture(params=ENGINES)
+@pytest.fixture
 def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+def require_pgbouncer() -> None:
+    """Postgres, and the `pgbouncer` program (Debian's package; .ci/run installs it):
+    skips without it, or fails under ALKSTORE_REQUIRE_POSTGRES=1."""
+    require_postgres()
+    if shutil.which("pgbouncer") is not None:
+        return
+    msg = "pgbouncer is not installed (apt-get install pgbouncer)"
+    if os.environ.get("ALKSTORE_REQUIRE_POSTGRES") == "1":
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def pgbouncer() -> Iterator[PgBouncer]:
+    """One PgBouncer (transaction mode) in front of the test server, for the session."""
+    require_pgbouncer()
+    bouncer = PgBouncer(PG_URL)
+    yield bouncer
+    bouncer.close()
+
+
 @pytest.fixture
-def target(engine: str, tmp_path: os.PathLike[str]) -> Iterator[Target]:
+def target(engine: str, tmp_path: os.PathLike[str], request: pytest.FixtureRequest) -> Iterator[Target]:
     if engine == "sqlite":
         yield Target("sqlite", os.path.join(tmp_path, "t.db"), None)
         return
     require_postgres()
     schema = new_schema_name()
-    yield Target("postgres", PG_URL, schema)
+    if engine == POOLED:
+        bouncer: PgBouncer = request.getfixturevalue("pgbouncer")
+        yield Target("postgres", bouncer.url(), schema, pooled=True)
+    else:
+        yield Target("postgres", PG_URL, schema)
     drop_schema(schema)
 
 

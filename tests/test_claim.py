@@ -14,6 +14,9 @@ import pytest
 
 import alkstore
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 def test_claim_empty_returns_none(store: alkstore.Store) -> None:
     q = store.queue("q")

@@ -24,6 +24,9 @@ import alkstore
 from tests.conftest import PG_URL, Target, pg_admin_connect
 from tests.workers import claimed_after
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 @pytest.fixture
 def app(target: Target) -> Iterator[sqlite3.Connection | psycopg.Connection[tuple[object, ...]]]:
@@ -32,6 +35,11 @@ def app(target: Target) -> Iterator[sqlite3.Connection | psycopg.Connection[tupl
         conn = sqlite3.connect(target.location, timeout=5)
         yield conn
         conn.close()
+    elif target.pooled:
+        # Behind a transaction pooler the application's driver must not prepare
+        # named statements either (psycopg: prepare_threshold=None).
+        with psycopg.connect(target.location, prepare_threshold=None) as pg:
+            yield pg
     else:
         with psycopg.connect(PG_URL) as pg:
             yield pg
@@ -283,7 +291,9 @@ def test_django_connection_carries_the_job_in_transaction_atomic(
     store: alkstore.Store, target: Target
 ) -> None:
     helper = Path(__file__).parent / "helpers" / "django_conn.py"
-    args = [target.location] if target.engine == "sqlite" else [target.location, str(target.schema)]
+    # A pooled target's helper connects directly (`argv`): Django's own driver
+    # settings for a pooler are the application's business, not alkstore's.
+    args = [target.location] if target.engine == "sqlite" else target.argv()
     out = subprocess.run(
         [sys.executable, str(helper), target.engine, *args], capture_output=True, text=True, timeout=120
     )

@@ -15,6 +15,9 @@ import pytest
 
 import alkstore
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 ROUND_TRIP = [
     pytest.param({"b": 1, "a": 2, "c": {"z": [], "y": {}}}, id="dict-order"),
     pytest.param({"nested": {"list": [1, [2, [3, {"deep": None}]]]}}, id="nested"),

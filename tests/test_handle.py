@@ -11,6 +11,9 @@ import pytest
 import alkstore
 from tests.conftest import PG_URL, Target, drop_schema, new_schema_name
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 def claim_one(q: alkstore.Queue, worker: str = "w") -> alkstore.JobHandle:
     h = q.claim(worker)

@@ -16,6 +16,9 @@ import pytest
 from alkstore import JobHandle
 from alkstore._beats import BEATS as _BEATS
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 class Beaten:
     """Stands in for a JobHandle: counts heartbeats, refuses after `refuse_after`."""

@@ -25,6 +25,9 @@ from alkstore.metrics import registry
 from tests.conftest import PG_URL, Target
 from tests.processes import read_line, sigkill, spawn
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 # -- the API -------------------------------------------------------------------
 
 

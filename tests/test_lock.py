@@ -15,6 +15,9 @@ import pytest
 
 import alkstore
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 def test_acquire_and_lock_held(store: alkstore.Store) -> None:
     with store.lock("backup", 60) as lock:

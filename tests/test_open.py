@@ -78,7 +78,17 @@ def test_unknown_option_is_type_error(tmp_path: Path) -> None:
         alkstore.open(tmp_path / "x.db", bogus=1)
 
 
-@pytest.mark.parametrize(("option", "value"), [("schema", "s1"), ("pool_size", 2), ("listen", False)])
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("schema", "s1"),
+        ("pool_size", 2),
+        ("max_connections", 2),
+        ("listen", False),
+        ("listen_url", "postgresql://h/db"),
+        ("statements", "unnamed"),
+    ],
+)
 def test_pg_only_option_on_sqlite(tmp_path: Path, option: str, value: object) -> None:
     with pytest.raises(ValueError, match=option):
         alkstore.open(tmp_path / "x.db", **{option: value})  # type: ignore[arg-type]

@@ -18,6 +18,9 @@ import pytest
 import alkstore
 from tests.scheduling import Runner, next_fire, pending, wait_until
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 BAD_SPECS = [
     "@every 0s",
     "@every 5x",

@@ -18,6 +18,9 @@ import pytest
 import alkstore
 from alkstore import Event, Store, Stream
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 def offsets(events: list[Event]) -> list[int]:
     return [e.offset for e in events]

@@ -15,6 +15,9 @@ import pytest
 import alkstore
 from tests.conftest import Target
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 
 @pytest.fixture
 def orders(store: alkstore.Store, target: Target) -> Iterator[str]:

@@ -20,6 +20,9 @@ from alkstore import JobHandle, StopToken, Store, Worker
 from tests.conftest import Target
 from tests.workers import running, wait_for
 
+# Also through PgBouncer in transaction mode (SPEC §26).
+pytestmark = pytest.mark.pgbouncer
+
 HELPERS = os.path.join(os.path.dirname(__file__), "helpers")
 
 

@@ -21,13 +21,14 @@ use tokio::sync::watch;
 
 use crate::conn::{self, Ctx};
 use crate::error::{pg_error, pool_error, Exit};
-use crate::maintain;
 use crate::open::{self, Opened};
 use crate::ops::Statements;
 use crate::options::PgOptions;
+use crate::prep::Prep;
 use crate::runtime::Rt;
 use crate::tx::PgTx;
 use crate::wake;
+use crate::{maintain, pool};
 
 /// Tells stores apart, so a transaction begun on one is refused by another.
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(1);
@@ -46,12 +47,14 @@ pub struct PgEngine {
     exit: Exit,
     /// For messages and Debug: the URL with its password masked.
     url: String,
-    /// For the LISTEN connection, which lives outside the pool.
-    config: tokio_postgres::Config,
+    /// For the LISTEN connection, which lives outside the pool: `None` when
+    /// waiters poll only (`listen=False`, or behind a transaction pooler
+    /// with no `listen_url`).
+    listen: Option<tokio_postgres::Config>,
     /// The store's notification channel.
     channel: String,
-    /// `listen=False`: waiters poll only (e.g. behind PgBouncer in transaction mode).
-    listen: bool,
+    /// How statements are prepared (ADR 0030).
+    prep: Prep,
     /// Whether the LISTEN task was started (once per engine).
     listening: AtomicBool,
     /// Turned true by `close` to end the LISTEN task. Dropped only in the
@@ -81,7 +84,11 @@ impl PgEngine {
     pub fn open(url: &str, options: &PgOptions) -> Result<Self> {
         let exit = Exit::for_url(url);
         let shown = redact_url(url);
-        let Opened { rt, pool, config, store_id } = open::open_pool(url, &shown, options, &exit)?;
+        let Opened { rt, pool, listen, store_id } = open::open_pool(url, &shown, options, &exit)?;
+        let stop = watch::Sender::new(false);
+        if let Ok(runtime) = rt.runtime() {
+            pool::start_reaper(runtime, pool.clone(), stop.subscribe());
+        }
         Ok(PgEngine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             rt,
@@ -92,11 +99,11 @@ impl PgEngine {
             store_id,
             schema: options.schema.clone(),
             url: shown,
-            config,
+            listen,
             channel: wake::channel(&options.schema),
-            listen: options.listen,
+            prep: Prep::new(options.statements),
             listening: AtomicBool::new(false),
-            stop: ManuallyDrop::new(watch::Sender::new(false)),
+            stop: ManuallyDrop::new(stop),
             maintaining: AtomicBool::new(false),
             limited_seen: std::sync::Mutex::default(),
         })
@@ -132,14 +139,14 @@ impl PgEngine {
         match tx {
             Some(t) => {
                 let t = self.own_tx(t)?;
-                let cx = Ctx { client: t.client()?, sql: &self.sql, offset };
+                let cx = Ctx { client: t.client()?, sql: &self.sql, offset, prep: &self.prep, in_tx: true };
                 // A failure here dooms the caller's transaction: the Store's
                 // session records that, not the engine.
                 self.exit.block_on(self.rt, op(&cx))
             }
             None => self.exit.block_on(self.rt, async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-                let r = op(&Ctx { client: &conn, sql: &self.sql, offset }).await;
+                let r = op(&Ctx { client: &conn, sql: &self.sql, offset, prep: &self.prep, in_tx: false }).await;
                 if matches!(r, Err(Error::ConnectionLost { .. })) {
                     // Never back into the pool: its task may not have seen the
                     // socket close yet, and the pool's `is_closed` check would
@@ -164,7 +171,7 @@ impl PgEngine {
         }
         self.run(None, async |cx| {
             cx.client.batch_execute("BEGIN").await.map_err(|e| pg_error(&e))?;
-            match op(cx).await {
+            match op(&Ctx { in_tx: true, ..*cx }).await {
                 Ok(v) => {
                     cx.client.batch_execute("COMMIT").await.map_err(|e| pg_error(&e))?;
                     Ok(v)
@@ -208,15 +215,16 @@ impl Engine for PgEngine {
                 }
             }
         })?;
-        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.exit.clone(), marker)))
+        Ok(Box::new(PgTx::new(conn, self.id, self.rt, self.exit.clone(), marker, self.prep.unnamed())))
     }
 
     fn start_wakes(&self, hub: Arc<WakeHub>) -> Result<()> {
         self.rt.runtime()?;
-        if !self.listen || self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
+        let Some(config) = &self.listen else { return Ok(()) };
+        if self.listening.swap(true, Ordering::SeqCst) || *self.stop.borrow() {
             return Ok(());
         }
-        wake::start(self.rt, self.config.clone(), self.channel.clone(), hub, self.stop.subscribe());
+        wake::start(self.rt, config.clone(), self.channel.clone(), hub, self.stop.subscribe());
         Ok(())
     }
 

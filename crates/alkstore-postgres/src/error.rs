@@ -73,6 +73,20 @@ fn is_connection_code(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P")
 }
 
+/// What a named prepared statement meets behind a transaction pooler: the
+/// name unknown on the session the pooler picked (26000), or taken there by
+/// another client's statement (42P05). Only a hint: the same names can also
+/// meet a statement of the same shape and run it with no error at all,
+/// which is why the mode is chosen at open, never switched on an error
+/// (ADR 0030).
+fn is_pooler_symptom(code: &str, message: &str) -> bool {
+    (code == "26000" || code == "42P05") && message.contains("prepared statement")
+}
+
+/// Appended to the message of such an error.
+const POOLER_HINT: &str = " (behind a transaction pooler such as PgBouncer in pool_mode=transaction? \
+     open the store with statements=\"unnamed\"; see docs/scaling.md)";
+
 /// Maps a tokio-postgres error.
 pub fn pg_error(e: &tokio_postgres::Error) -> Error {
     if let Some(db) = e.as_db_error() {
@@ -89,6 +103,9 @@ pub fn pg_error(e: &tokio_postgres::Error) -> Error {
         }
         if is_connection_code(&code) {
             return Error::ConnectionLost { message: format!("{message} (code {code})") };
+        }
+        if is_pooler_symptom(&code, &message) {
+            message.push_str(POOLER_HINT);
         }
         return Error::database(Some(code), message);
     }

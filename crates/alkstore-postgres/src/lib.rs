@@ -21,6 +21,7 @@ mod ops;
 mod options;
 mod params;
 mod pool;
+mod prep;
 mod rows;
 mod runtime;
 #[cfg(test)]
@@ -34,11 +35,11 @@ use alkstore_core::{Engine, Result};
 
 pub use engine::PgEngine;
 pub use migrate::SCHEMA_VERSION;
-pub use options::PgOptions;
+pub use options::{PgOptions, StatementMode, DEFAULT_MAX_CONNECTIONS};
 pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 
 /// Opens (creating or migrating) the Postgres store at `url`, in the schema
-/// `options.schema`, with a pool of `options.pool_size` connections.
+/// `options.schema`, with a pool of at most `options.max_connections` connections.
 ///
 /// An unreachable server, a bad URL or a schema written by a newer alkstore
 /// is an error naming the URL with its password masked.

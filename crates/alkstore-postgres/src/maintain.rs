@@ -82,7 +82,9 @@ async fn run(pool: Pool, sql: Sql, mut stop: watch::Receiver<bool>) {
 /// One look: reads the counts and vacuums when past the limit.
 pub(crate) async fn look(pool: &Pool, sql: &Sql) -> Result<(), ()> {
     let conn = pool.get().await.map_err(|_| ())?;
-    let row = conn.query_one(&sql.counts, &[]).await.map_err(|_| ())?;
+    // Unnamed (no parameters to type): nothing left in the session, which
+    // may be a transaction pooler's (ADR 0030).
+    let row = conn.query_typed_one(&sql.counts, &[]).await.map_err(|_| ())?;
     let (live, dead): (i64, i64) = (row.get(0), row.get(1));
     if dead > dead_limit(live) {
         conn.batch_execute(&sql.vacuum).await.map_err(|_| ())?;

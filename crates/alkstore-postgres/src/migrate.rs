@@ -9,6 +9,7 @@
 
 use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
+use tokio_postgres::types::Type;
 
 use crate::error::pg_error;
 use crate::ops::quote_ident;
@@ -66,7 +67,9 @@ pub(crate) const STORE_IDENTITY: &str =
 /// The identity of the store in `schema` (migration 0005, ADR 0015), read once at open.
 pub async fn store_id(client: &ClientWrapper, schema: &str) -> Result<String> {
     let sql = format!("SELECT {STORE_IDENTITY} FROM {}.meta WHERE key = 'store_id'", quote_ident(schema));
-    let row = client.query_opt(&sql, &[]).await.map_err(|e| pg_error(&e))?;
+    // Unnamed, as every statement outside a transaction that a transaction
+    // pooler may run (ADR 0030).
+    let row = client.query_typed_opt(&sql, &[]).await.map_err(|e| pg_error(&e))?;
     let row =
         row.ok_or_else(|| Error::database(None, format!("schema {schema} has no store_id row in its meta table")))?;
     row.try_get(0).map_err(|e| pg_error(&e))
@@ -157,10 +160,16 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
     let quoted = quote_ident(schema);
     let meta = format!("{quoted}.meta");
     // to_regclass is NULL for a missing schema as for a missing table.
-    let has_meta: bool =
-        client.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let has_meta: bool = client
+        .query_typed_one("SELECT to_regclass($1::text) IS NOT NULL", &[(&meta, Type::TEXT)])
+        .await
+        .map_err(pg)?
+        .get(0);
     let row = if has_meta {
-        client.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?
+        client
+            .query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[])
+            .await
+            .map_err(pg)?
     } else {
         None
     };

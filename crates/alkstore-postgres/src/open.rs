@@ -15,8 +15,9 @@ pub(crate) struct Opened {
     pub(crate) rt: Rt,
     /// The store's connections.
     pub(crate) pool: Pool,
-    /// For the LISTEN connection, which lives outside the pool.
-    pub(crate) config: tokio_postgres::Config,
+    /// For the LISTEN connection, which lives outside the pool; `None`:
+    /// the store polls only ([`PgOptions::listen_target`]).
+    pub(crate) listen: Option<tokio_postgres::Config>,
     /// The store's identity (ADR 0015).
     pub(crate) store_id: String,
 }
@@ -26,7 +27,12 @@ pub(crate) struct Opened {
 /// only checks that it is there, at that version.
 pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit) -> Result<Opened> {
     let config = pool::pg_config(url, exit)?;
-    let pool = pool::build(config.clone(), options.pool_size)?;
+    let listen = match options.listen_target(url) {
+        Some(u) if u == url => Some(config.clone()),
+        Some(u) => Some(pool::pg_config(u, &Exit::for_url(u))?),
+        None => None,
+    };
+    let pool = pool::build(config, options.max_connections)?;
     let schema = &options.schema;
     let rt = Rt::current()?;
     let migrated = exit.block_on(rt, async {
@@ -48,5 +54,5 @@ pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit
             return Err(e);
         }
     };
-    Ok(Opened { rt, pool, config, store_id })
+    Ok(Opened { rt, pool, listen, store_id })
 }

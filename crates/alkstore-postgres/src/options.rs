@@ -1,5 +1,6 @@
-//! The Postgres engine's open options (SPEC §2), parsed here rather than in
-//! core: `open(url, schema=…, pool_size=…, listen=…)`.
+//! The Postgres engine's open options (SPEC §2, §26), parsed here rather than
+//! in core: `open(url, schema=…, max_connections=…, listen=…, listen_url=…,
+//! statements=…)`.
 
 use alkstore_core::open::options::{int_in, wrong_type, EngineOptions, OpenOptions, OptValue};
 use alkstore_core::{Error, Result};
@@ -11,21 +12,83 @@ pub struct PgOptions {
     pub common: OpenOptions,
     /// The engine-owned schema.
     pub schema: String,
-    /// Connection pool size.
-    pub pool_size: usize,
+    /// The most pooled connections the store holds at once (`max_connections`,
+    /// formerly `pool_size`); the LISTEN connection is not counted.
+    pub max_connections: usize,
     /// Use LISTEN/NOTIFY wakes.
     pub listen: bool,
+    /// Where the LISTEN session connects (a direct server URL when `url` is a
+    /// transaction pooler); `None`: `url` itself, unless `statements` says
+    /// the store is behind a pooler, where it polls instead.
+    pub listen_url: Option<String>,
+    /// How statements are prepared (ADR 0030).
+    pub statements: StatementMode,
 }
+
+/// How the engine prepares its statements (ADR 0030).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementMode {
+    /// Named statements, prepared once per connection and cached: one
+    /// Bind/Execute round trip per op. Needs session state.
+    Named,
+    /// Unnamed statements, parsed with every call, nothing kept in the
+    /// session: for a transaction pooler (PgBouncer `pool_mode=transaction`
+    /// before 1.21, most managed poolers).
+    Unnamed,
+}
+
+/// The default of `max_connections`: small, because every process of a
+/// fleet opens its own pool (64 processes must fit a server's 100), and a
+/// Worker's threads hold a connection only for the length of one statement.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4;
 
 impl Default for PgOptions {
     fn default() -> Self {
-        PgOptions { common: OpenOptions::default(), schema: "alkstore".into(), pool_size: 10, listen: true }
+        PgOptions {
+            common: OpenOptions::default(),
+            schema: "alkstore".into(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            listen: true,
+            listen_url: None,
+            statements: StatementMode::Named,
+        }
+    }
+}
+
+impl PgOptions {
+    /// The URL the LISTEN session connects to, or `None` when the store
+    /// polls only: `listen=False`, or a store behind a pooler (`statements=
+    /// "unnamed"`) given no `listen_url`, where a LISTEN through the pooler
+    /// would hear nothing once its transaction ends.
+    pub fn listen_target<'a>(&'a self, url: &'a str) -> Option<&'a str> {
+        if !self.listen {
+            return None;
+        }
+        match (&self.listen_url, self.statements) {
+            (Some(u), _) => Some(u),
+            (None, StatementMode::Named) => Some(url),
+            (None, StatementMode::Unnamed) => None,
+        }
+    }
+
+    /// What a store opened with these options should say once in the log:
+    /// that it polls because it is behind a pooler and has no `listen_url`.
+    pub fn wake_note(&self) -> Option<String> {
+        (self.listen && self.listen_url.is_none() && self.statements == StatementMode::Unnamed).then(|| {
+            format!(
+                "alkstore: statements=\"unnamed\" (a transaction pooler) and no listen_url: LISTEN needs a \
+                 session, so waiters poll every {} s instead of waking at commit; pass listen_url= a direct \
+                 server URL for wakes, or listen=False to silence this",
+                self.common.poll_interval_s
+            )
+        })
     }
 }
 
 impl EngineOptions for PgOptions {
     const ENGINE: &'static str = "Postgres";
-    const KEYS: &'static [&'static str] = &["schema", "pool_size", "listen"];
+    const KEYS: &'static [&'static str] =
+        &["schema", "max_connections", "pool_size", "listen", "listen_url", "statements"];
 
     fn common_mut(&mut self) -> &mut OpenOptions {
         &mut self.common
@@ -48,7 +111,29 @@ impl EngineOptions for PgOptions {
             ("schema", v) => return Err(wrong_type(key, "must be a str", v)),
             ("listen", OptValue::Bool(b)) => self.listen = *b,
             ("listen", v) => return Err(wrong_type(key, "must be a bool", v)),
-            (_, v) => self.pool_size = int_in(key, v, 1, 1000, "must be an int in 1..=1000")? as usize,
+            ("listen_url", OptValue::Str(u)) => {
+                if !(u.starts_with("postgresql://") || u.starts_with("postgres://")) {
+                    return Err(Error::Value(
+                        "listen_url must be a postgresql:// or postgres:// URL (a direct server session)".into(),
+                    ));
+                }
+                self.listen_url = Some(u.clone());
+            }
+            ("listen_url", v) => return Err(wrong_type(key, "must be a str URL", v)),
+            ("statements", OptValue::Str(m)) => {
+                self.statements = match m.as_str() {
+                    "named" => StatementMode::Named,
+                    "unnamed" => StatementMode::Unnamed,
+                    _ => {
+                        return Err(Error::Value(format!(
+                            "statements must be \"named\" (the default) or \"unnamed\" (behind a transaction pooler), got {m:?}"
+                        )))
+                    }
+                };
+            }
+            ("statements", v) => return Err(wrong_type(key, "must be \"named\" or \"unnamed\"", v)),
+            // `max_connections`, or its older name `pool_size`.
+            (_, v) => self.max_connections = int_in(key, v, 1, 1000, "must be an int in 1..=1000")? as usize,
         }
         Ok(())
     }
@@ -68,10 +153,35 @@ mod tests {
     }
 
     #[test]
+    fn the_listen_target_follows_the_statement_mode() -> Result<()> {
+        let url = "postgresql://h/db";
+        let pooled = one("statements", OptValue::Str("unnamed".into()))?;
+        assert_eq!(pooled.listen_target(url), None);
+        assert!(pooled.wake_note().is_some_and(|m| m.contains("listen_url")));
+        let direct = PgOptions { listen_url: Some("postgresql://d/db".into()), ..pooled };
+        assert_eq!(direct.listen_target(url), Some("postgresql://d/db"));
+        assert_eq!(direct.wake_note(), None);
+        assert_eq!(PgOptions::default().listen_target(url), Some(url));
+        assert_eq!(PgOptions { listen: false, ..PgOptions::default() }.listen_target(url), None);
+        Ok(())
+    }
+
+    #[test]
     fn knobs_parse_in_range_and_refuse_the_rest() -> Result<()> {
         assert_eq!(one("schema", OptValue::Str("t1".into()))?.schema, "t1");
         assert!(!one("listen", OptValue::Bool(false))?.listen);
-        assert_eq!(one("pool_size", OptValue::Int(1000))?.pool_size, 1000);
+        assert_eq!(one("pool_size", OptValue::Int(1000))?.max_connections, 1000);
+        assert_eq!(one("max_connections", OptValue::Int(2))?.max_connections, 2);
+        assert_eq!(one("statements", OptValue::Str("unnamed".into()))?.statements, StatementMode::Unnamed);
+        assert!(
+            matches!(one("statements", OptValue::Str("none".into())), Err(Error::Value(m)) if m.contains("unnamed"))
+        );
+        assert!(
+            matches!(one("listen_url", OptValue::Str("x.db".into())), Err(Error::Value(m)) if m.contains("listen_url"))
+        );
+        assert!(
+            matches!(one("max_connections", OptValue::Int(0)), Err(Error::Value(m)) if m.contains("max_connections"))
+        );
         assert!(matches!(one("schema", OptValue::Str("1x".into())), Err(Error::Value(_))));
         assert!(matches!(one("schema", OptValue::Int(1)), Err(Error::Type(_))));
         assert!(matches!(one("listen", OptValue::Int(1)), Err(Error::Type(_))));

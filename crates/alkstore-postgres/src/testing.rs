@@ -39,7 +39,7 @@ impl Fixture {
             let _ = conn.await;
         });
         let schema = format!("alk_u_{:016x}", rand::thread_rng().gen::<u64>());
-        let options = PgOptions { schema: schema.clone(), pool_size: 1, ..PgOptions::default() };
+        let options = PgOptions { schema: schema.clone(), max_connections: 1, ..PgOptions::default() };
         let engine = PgEngine::open(&url, &options)?;
         Ok(Some(Fixture { engine, schema, client }))
     }

@@ -50,6 +50,8 @@ pub struct PgTx {
     exit: Exit,
     /// This transaction's value of [`MARKER`].
     marker: String,
+    /// Unnamed statements (ADR 0030): nothing cached in the session.
+    unnamed: bool,
 }
 
 impl std::fmt::Debug for PgTx {
@@ -72,8 +74,8 @@ impl PgTx {
     }
 
     /// Wraps a connection on which [`PgTx::begin_sql`] for `marker` already ran.
-    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, exit: Exit, marker: String) -> Self {
-        PgTx { conn: Some(conn), engine_id, rt, exit, marker }
+    pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, exit: Exit, marker: String, unnamed: bool) -> Self {
+        PgTx { conn: Some(conn), engine_id, rt, exit, marker, unnamed }
     }
 
     /// Which engine began this transaction.
@@ -184,9 +186,16 @@ fn first_keyword(sql: &str) -> &str {
 
 /// Whether the transaction marked `marker` is still the open one, read on
 /// `c` right after the caller's statement.
-async fn still_open(c: &ClientWrapper, marker: &str) -> Result<()> {
-    let stmt = c.prepare_cached(READ_MARKER).await.map_err(|e| pg_error(&e))?;
-    let row = c.query_one(&stmt, &[]).await.map_err(|e| pg_error(&e))?;
+/// With `unnamed`, the read is an unnamed statement: a cached one would
+/// outlive the transaction's server session behind a pooler.
+async fn still_open(c: &ClientWrapper, marker: &str, unnamed: bool) -> Result<()> {
+    let row = if unnamed {
+        c.query_typed_one(READ_MARKER, &[]).await
+    } else {
+        let stmt = c.prepare_cached(READ_MARKER).await.map_err(|e| pg_error(&e))?;
+        c.query_one(&stmt, &[]).await
+    };
+    let row = row.map_err(|e| pg_error(&e))?;
     let value: Option<String> = row.try_get(0).map_err(|e| pg_error(&e))?;
     if value.as_deref() == Some(marker) {
         Ok(())
@@ -198,12 +207,12 @@ async fn still_open(c: &ClientWrapper, marker: &str) -> Result<()> {
 impl Tx for PgTx {
     fn execute(&mut self, sql: &str, params: &[SqlValue]) -> Result<u64> {
         refuse_begin(sql)?;
-        let marker = self.marker.clone();
+        let (marker, unnamed) = (self.marker.clone(), self.unnamed);
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
             // Both requests go out before either reply is read, in this order.
             let args = refs(&ps);
-            let (done, open) = tokio::join!(c.execute(&stmt, &args), still_open(c, &marker));
+            let (done, open) = tokio::join!(c.execute(&stmt, &args), still_open(c, &marker, unnamed));
             let n = done.map_err(|e| pg_error(&e))?;
             open?;
             Ok(n)
@@ -212,11 +221,11 @@ impl Tx for PgTx {
 
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
         refuse_begin(sql)?;
-        let marker = self.marker.clone();
+        let (marker, unnamed) = (self.marker.clone(), self.unnamed);
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
             let args = refs(&ps);
-            let (rows, open) = tokio::join!(c.query(&stmt, &args), still_open(c, &marker));
+            let (rows, open) = tokio::join!(c.query(&stmt, &args), still_open(c, &marker, unnamed));
             let rows = rows.map_err(|e| pg_error(&e))?;
             open?;
             let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();

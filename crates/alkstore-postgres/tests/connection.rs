@@ -89,7 +89,7 @@ fn concurrent_open_of_a_fresh_schema() -> TestResult {
         return Ok(());
     }
     let schema = fresh_schema();
-    let options = PgOptions { schema: schema.clone(), pool_size: 2, ..PgOptions::default() };
+    let options = PgOptions { schema: schema.clone(), max_connections: 2, ..PgOptions::default() };
     let results: Vec<_> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..4).map(|_| s.spawn(|| alkstore_postgres::open(&url(), &options))).collect();
         hs.into_iter().map(|h| h.join().expect("opener panicked")).collect()
@@ -187,7 +187,7 @@ fn password_never_reaches_debug_or_errors() -> TestResult {
 /// The test server trusts every local login, so any password is accepted.
 fn debug_of_engine_at(target: &str) -> Result<String, Box<dyn std::error::Error>> {
     let schema = fresh_schema();
-    let options = PgOptions { schema: schema.clone(), pool_size: 1, ..PgOptions::default() };
+    let options = PgOptions { schema: schema.clone(), max_connections: 1, ..PgOptions::default() };
     let engine = alkstore_postgres::PgEngine::open(target, &options);
     let drop_schema = admin(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"));
     let engine = engine?;

@@ -103,7 +103,12 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
         }
         Target::Postgres(u) => {
             let o = parse_options::<PgOptions>(&opts, engines).py()?;
-            (exit::detach(py, || alkstore_postgres::open(u, &o)).py(), o.common)
+            let engine = exit::detach(py, || alkstore_postgres::open(u, &o)).py();
+            if let (Ok(_), Some(note)) = (&engine, o.wake_note()) {
+                // Once per store, at open (SPEC §26): the engine's words, Python's log.
+                py.import("logging")?.getattr("getLogger")?.call1(("alkstore",))?.call_method1("warning", (note,))?;
+            }
+            (engine, o.common)
         }
     };
     let engine = engine?;

@@ -241,8 +241,8 @@ impl ClaimOps for PgEngine {
             // first: a prepare waits for its reply, and COMMIT must not
             // overtake the ack or the claim on the wire.
             let claim_sql = if n == 1 { &cx.sql.claim.one } else { &cx.sql.claim.many };
-            cx.client.prepare_cached(&cx.sql.handle.ack_one).await.map_err(|e| pg_error(&e))?;
-            cx.client.prepare_cached(claim_sql).await.map_err(|e| pg_error(&e))?;
+            cx.ready(&cx.sql.handle.ack_one).await?;
+            cx.ready(claim_sql).await?;
             let done = [done];
             let (begin, landed, claimed, commit) = tokio::join!(
                 cx.client.batch_execute("BEGIN"),

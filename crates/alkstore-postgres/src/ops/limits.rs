@@ -260,7 +260,7 @@ pub(crate) fn claim_flight(
         // Prepared (or found in the connection's cache) first: a prepare
         // waits for its reply, and COMMIT must not overtake the statements.
         for text in [&cx.sql.handle.ack_one, &cx.sql.limits.lock, &cx.sql.limits.exhaust, &cx.sql.limits.flight] {
-            cx.client.prepare_cached(text).await.map_err(|e| crate::error::pg_error(&e))?;
+            cx.ready(text).await?;
         }
         let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
         let exhaust_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cx.offset, &queue];

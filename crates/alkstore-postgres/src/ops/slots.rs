@@ -207,7 +207,7 @@ pub(crate) fn ack_handover(
     engine.run(None, async |cx| {
         let sql = &cx.sql.slots;
         for text in [&cx.sql.handle.ack_one, &sql.handover] {
-            cx.client.prepare_cached(text).await.map_err(|e| pg_error(&e))?;
+            cx.ready(text).await?;
         }
         let params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];
         let done = [done];
@@ -267,7 +267,7 @@ pub(crate) fn claim(
         // Prepared first: a prepare waits for its reply, and COMMIT must not
         // overtake the statements.
         for text in [&cx.sql.handle.ack_one, &sql.take, &sql.claim] {
-            cx.client.prepare_cached(text).await.map_err(|e| pg_error(&e))?;
+            cx.ready(text).await?;
         }
         let take_params: [&(dyn ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
         let claim_params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use alkstore_core::{Claimed, Engine, QueueOpts};
 use alkstore_enginetest::Harness;
 pub use alkstore_enginetest::{job, opts, TestResult};
-use alkstore_postgres::PgOptions;
+use alkstore_postgres::{PgOptions, StatementMode};
 use rand::Rng;
 use tokio_postgres::{Client, NoTls};
 
@@ -71,11 +71,24 @@ impl TestDb {
 
     /// Like `new` with a given pool size.
     pub fn with_pool(pool_size: usize) -> Result<Option<Self>, Box<dyn std::error::Error>> {
+        Self::with(pool_size, StatementMode::Named)
+    }
+
+    /// Like `new` with a given pool size and statement mode.
+    pub fn with(pool_size: usize, statements: StatementMode) -> Result<Option<Self>, Box<dyn std::error::Error>> {
         if !postgres_answers()? {
             return Ok(None);
         }
         let schema = fresh_schema();
-        let options = PgOptions { schema: schema.clone(), pool_size, ..PgOptions::default() };
+        // Unnamed: wakes LISTEN on a direct session, as a pooled store is told to.
+        let listen_url = (statements == StatementMode::Unnamed).then(url);
+        let options = PgOptions {
+            schema: schema.clone(),
+            max_connections: pool_size,
+            statements,
+            listen_url,
+            ..PgOptions::default()
+        };
         let engine = alkstore_postgres::open(&url(), &options)?;
         Ok(Some(TestDb { engine, schema, options }))
     }
@@ -125,10 +138,42 @@ impl Harness for TestDb {
     }
 
     fn one_connection(options: &mut PgOptions) {
-        options.pool_size = 1;
+        options.max_connections = 1;
     }
 
     fn table(&self, name: &str) -> String {
         format!("\"{}\".{name}", self.schema)
+    }
+}
+
+/// The conformance suite's second Postgres harness: the same fixture with
+/// `statements="unnamed"` (ADR 0030), as behind a transaction pooler.
+pub struct UnnamedDb(pub TestDb);
+
+impl Harness for UnnamedDb {
+    fn fresh() -> TestResult<Option<Self>> {
+        Ok(TestDb::with(4, StatementMode::Unnamed)?.map(UnnamedDb))
+    }
+
+    fn engine(&self) -> &Arc<dyn Engine> {
+        &self.0.engine
+    }
+
+    type Options = PgOptions;
+
+    fn options(&self) -> PgOptions {
+        self.0.options.clone()
+    }
+
+    fn open(&self, options: &PgOptions) -> TestResult<Arc<dyn Engine>> {
+        Ok(alkstore_postgres::open(&url(), options)?)
+    }
+
+    fn one_connection(options: &mut PgOptions) {
+        options.max_connections = 1;
+    }
+
+    fn table(&self, name: &str) -> String {
+        self.0.table(name)
     }
 }
