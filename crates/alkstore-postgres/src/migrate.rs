@@ -31,6 +31,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (10, include_str!("migrations/0010_limits.sql")),
     (11, include_str!("migrations/0011_slots.sql")),
     (12, include_str!("migrations/0012_workflows.sql")),
+    (13, include_str!("migrations/0013_reserved.sql")),
+    (14, include_str!("migrations/0014_fan_in_ack.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
