@@ -11,11 +11,11 @@
 //! so both see the same load on a shared machine. Reported: the median per-op
 //! time of each and the ratio `floor time / alkstore time` (1.0 = at the floor).
 //!
-//! Instruction counts, which a loaded machine does not move: the two loops are
-//! the functions `floor_alkstore_ops` and `floor_bare_ops`, so
-//! `benches/callgrind_claim.sh` runs this under callgrind and reads their
-//! inclusive counts (client side only for Postgres: the server is another
-//! process).
+//! Instruction counts, which a loaded machine does not move:
+//! `benches/callgrind_claim.sh` runs this under callgrind, which dumps its
+//! counters at the `floor_mark_*` functions around each loop, so each
+//! loop's count covers every thread of the process while it ran (client side
+//! only for Postgres: the server is another process).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,9 +59,57 @@ fn refill(engine: &dyn Engine, queue: &str, level: &mut usize, target: usize, pa
     }
 }
 
-/// alkstore's per-op drain: `ops` claims of one job, each acked.
+/// Markers for `benches/callgrind_claim.sh`: callgrind dumps its counters on
+/// entering each (`--dump-before='*floor_mark_*'`), so the dump at an end
+/// marker holds exactly the loop since the start marker, all threads. Each
+/// body differs, so the linker cannot fold them into one symbol.
 #[inline(never)]
-pub fn floor_alkstore_ops(engine: &dyn Engine, queue: &str, ops: usize) {
+pub fn floor_mark_start() {
+    std::hint::black_box(0u8);
+}
+
+/// See [`floor_mark_start`].
+#[inline(never)]
+pub fn floor_mark_end_alkstore_sqlite() {
+    std::hint::black_box(1u8);
+}
+
+/// See [`floor_mark_start`].
+#[inline(never)]
+pub fn floor_mark_end_bare_sqlite() {
+    std::hint::black_box(2u8);
+}
+
+/// See [`floor_mark_start`].
+#[inline(never)]
+pub fn floor_mark_end_alkstore_postgres() {
+    std::hint::black_box(3u8);
+}
+
+/// See [`floor_mark_start`].
+#[inline(never)]
+pub fn floor_mark_end_bare_postgres() {
+    std::hint::black_box(4u8);
+}
+
+/// alkstore's per-op drain on SQLite (a function of its own for callgrind).
+#[inline(never)]
+pub fn floor_alkstore_sqlite_ops(engine: &dyn Engine, queue: &str, ops: usize) {
+    // Distinct bodies, so the linker cannot fold the two into one symbol.
+    std::hint::black_box("sqlite");
+    alkstore_ops(engine, queue, ops);
+}
+
+/// alkstore's per-op drain on Postgres (a function of its own for callgrind).
+#[inline(never)]
+pub fn floor_alkstore_pg_ops(engine: &dyn Engine, queue: &str, ops: usize) {
+    std::hint::black_box("postgres");
+    alkstore_ops(engine, queue, ops);
+}
+
+/// alkstore's per-op drain: `ops` claims of one job, each acked.
+#[inline(always)]
+fn alkstore_ops(engine: &dyn Engine, queue: &str, ops: usize) {
     for _ in 0..ops {
         let mut got: Vec<Claimed> = engine.claim(queue, WORKER, 1).expect("claim");
         let job = got.pop().expect("a job with a backlog");
@@ -222,20 +270,40 @@ pub fn compare(label: &str, engine: &Arc<dyn Engine>, bare: &mut dyn Bare, knobs
         refill(engine.as_ref(), &qa, &mut la, knobs.backlog, payload);
         refill(engine.as_ref(), &qb, &mut lb, knobs.backlog, payload);
         bare.between_rounds();
+        let sqlite = engine.kind() == "sqlite";
         let time_a = || {
+            floor_mark_start();
             let t = Instant::now();
-            floor_alkstore_ops(engine.as_ref(), &qa, knobs.ops);
-            t.elapsed().as_secs_f64() / knobs.ops as f64
+            if sqlite {
+                floor_alkstore_sqlite_ops(engine.as_ref(), &qa, knobs.ops);
+            } else {
+                floor_alkstore_pg_ops(engine.as_ref(), &qa, knobs.ops);
+            }
+            let took = t.elapsed().as_secs_f64() / knobs.ops as f64;
+            if sqlite {
+                floor_mark_end_alkstore_sqlite();
+            } else {
+                floor_mark_end_alkstore_postgres();
+            }
+            took
+        };
+        let mut time_b = || {
+            floor_mark_start();
+            let t = Instant::now();
+            bare.ops(&qb, knobs.ops);
+            let took = t.elapsed().as_secs_f64() / knobs.ops as f64;
+            if sqlite {
+                floor_mark_end_bare_sqlite();
+            } else {
+                floor_mark_end_bare_postgres();
+            }
+            took
         };
         let (a, b) = if r % 2 == 0 {
             let a = time_a();
-            let t = Instant::now();
-            bare.ops(&qb, knobs.ops);
-            (a, t.elapsed().as_secs_f64() / knobs.ops as f64)
+            (a, time_b())
         } else {
-            let t = Instant::now();
-            bare.ops(&qb, knobs.ops);
-            let b = t.elapsed().as_secs_f64() / knobs.ops as f64;
+            let b = time_b();
             (time_a(), b)
         };
         la -= knobs.ops;
