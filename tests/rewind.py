@@ -34,6 +34,7 @@ UNDO: dict[int, dict[str, list[str]]] = {
             "DROP TRIGGER __alkstore_jobs_child_released",
             "DROP VIEW __alkstore_job_left",
             "DROP VIEW __alkstore_job_failed",
+            "DROP VIEW __alkstore_job_acked_many",
         ],
         "postgres": [],
     },

@@ -23,6 +23,7 @@ DROP TRIGGER IF EXISTS __alkstore_jobs_child_left;
 CREATE VIEW __alkstore_job_left (id, state, has_children, parents_left) AS
     SELECT NULL, NULL, NULL, NULL WHERE 0;
 CREATE VIEW __alkstore_job_failed (id) AS SELECT NULL WHERE 0;
+CREATE VIEW __alkstore_job_acked_many (id) AS SELECT NULL WHERE 0;
 
 CREATE TRIGGER __alkstore_jobs_left AFTER DELETE ON __alkstore_jobs
 WHEN OLD.has_children = 1 OR OLD.parents_left IS NOT NULL
@@ -36,6 +37,22 @@ END;
 CREATE TRIGGER __alkstore_job_left_acked INSTEAD OF INSERT ON __alkstore_job_left
 WHEN NEW.has_children = 1 AND NEW.state <> 'cancelled'
     AND NOT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = NEW.id)
+BEGIN
+    -- A parent with one child still counting it (each parent of a fan-in):
+    -- that child, found and updated by key. `id IN (SELECT …)` would build
+    -- an ephemeral table (a b-tree, zeroed pages) on every such ack.
+    UPDATE __alkstore_jobs SET parents_left = parents_left - 1
+     WHERE id = (SELECT child_id FROM __alkstore_edges WHERE parent_id = NEW.id AND settled = 0
+                  ORDER BY child_id LIMIT 1)
+       AND +state = 'waiting'
+       AND NOT EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = NEW.id AND settled = 0
+                        AND child_id > __alkstore_jobs.id);
+    -- Several (a fan-out): all of them in one statement, a level down.
+    INSERT INTO __alkstore_job_acked_many (id) VALUES (NEW.id);
+END;
+
+CREATE TRIGGER __alkstore_job_acked_many_settle INSTEAD OF INSERT ON __alkstore_job_acked_many
+WHEN (SELECT count(*) FROM (SELECT 1 FROM __alkstore_edges WHERE parent_id = NEW.id AND settled = 0 LIMIT 2)) = 2
 BEGIN
     UPDATE __alkstore_jobs SET parents_left = parents_left - 1
      WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = NEW.id AND settled = 0)
