@@ -25,13 +25,26 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0014 replaced three of 0012's SQLite triggers (dropped here, so a rewind
+    # to 12 or 13 leaves a store without them: rewind below 12) and redefined
+    # a Postgres function that 0012's undo drops.
+    14: {
+        "sqlite": [
+            "DROP TRIGGER __alkstore_jobs_left",
+            "DROP TRIGGER __alkstore_jobs_child_released",
+            "DROP VIEW __alkstore_job_left",
+            "DROP VIEW __alkstore_job_failed",
+            "DROP VIEW __alkstore_job_acked_many",
+        ],
+        "postgres": [],
+    },
     13: {
         "sqlite": ["DROP TRIGGER __alkstore_jobs_link", "DROP VIEW __alkstore_jobs_linked"],
         "postgres": [],
     },
     12: {
         "sqlite": [
-            *(f"DROP TRIGGER __alkstore_{t}" for t in _WORKFLOW_TRIGGERS),
+            *(f"DROP TRIGGER IF EXISTS __alkstore_{t}" for t in _WORKFLOW_TRIGGERS),
             "DROP INDEX __alkstore_jobs_waiting",
             "DROP TABLE __alkstore_edges",
             "DROP TABLE __alkstore_results",

@@ -405,8 +405,11 @@ def test_ack_result_must_be_json_and_a_bad_one_acks_nothing(store: Store) -> Non
     job_id = q.enqueue({"n": 1}, keep_result=60)
     job = q.claim("w")
     assert job is not None
-    with pytest.raises(TypeError, match=r"\.when is not JSON-serialisable: object of type datetime"):
+    # The refusal names the result, not a payload.
+    with pytest.raises(TypeError, match=r"^result\.when is not JSON-serialisable: object of type datetime"):
         job.ack(result={"when": datetime.now(UTC)})
+    with pytest.raises(TypeError, match=r"^result\[0\] is not JSON-serialisable"):
+        q._ack_then_claim(job, "w", 1, result=[object()])
     with pytest.raises(ValueError, match="NaN"):
         job.ack(result=float("nan"))
     assert state(store, "json", job_id) == "processing", "still held: nothing was acked"
@@ -801,7 +804,10 @@ def test_a_non_json_return_acks_the_job_without_a_result(
     kept = store.result(job_id)
     assert kept is not None and (kept.state, kept.value) == ("done", None), "acked, without a value"
     assert any(
-        "none is kept" in r.getMessage() and f"job {job_id} " in r.getMessage() for r in caplog.records
+        "none is kept" in r.getMessage()
+        and f"job {job_id} " in r.getMessage()
+        and "result.at is not JSON-serialisable" in r.getMessage()
+        for r in caplog.records
     )
     got = store.result(child)
     assert got is not None and got.value == {str(job_id): None}

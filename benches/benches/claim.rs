@@ -7,6 +7,12 @@
 //! against 100k waiting rows — the number that shows whether claim cost grows
 //! with the backlog.
 //!
+//! First, before criterion's groups, the floor (issue 31, [`floor`]):
+//! claim + ack one at a time against a bare rusqlite and a bare
+//! tokio-postgres loop running the engine's own statements, as ratios.
+//! `ALKSTORE_FLOOR_ONLY=1` stops after it (for callgrind:
+//! `benches/callgrind_claim.sh`); `ALKSTORE_FLOOR=0` skips it.
+//!
 //! Postgres runs against `ALKSTORE_TEST_DATABASE_URL` (default
 //! `postgresql://postgres@127.0.0.1:5432/test`) in a fresh `bench_<random>`
 //! schema that is dropped at the end; when nothing answers, those benchmarks
@@ -21,6 +27,9 @@ use alkstore_core::{redact_url, Claimed, Engine, NewJob, QueueOpts};
 use alkstore_postgres::PgOptions;
 use alkstore_sqlite::SqliteOptions;
 use criterion::{black_box, Criterion, Throughput};
+
+#[path = "claim/floor.rs"]
+mod floor;
 
 const DEFAULT_PG_URL: &str = "postgresql://postgres@127.0.0.1:5432/test";
 /// The same payload as the side-by-side Python benchmark.
@@ -164,7 +173,56 @@ fn postgres_benches(c: &mut Criterion) {
     engine.close();
 }
 
+/// The floor on both engines (see [`floor`]), each in a store of its own.
+fn floor_benches() {
+    let knobs = floor::Knobs::from_env();
+    match tempfile::tempdir() {
+        Ok(dir) => {
+            let path = dir.path().join("floor.db").to_string_lossy().into_owned();
+            match alkstore_sqlite::open(&path, &SqliteOptions::default()) {
+                Ok(engine) => {
+                    let mut bare = floor::BareSqlite::open(&path);
+                    floor::compare("sqlite", &engine, &mut bare, knobs, PAYLOAD);
+                    engine.close();
+                }
+                Err(e) => println!("skipping the SQLite floor: open failed: {e}"),
+            }
+        }
+        Err(e) => println!("skipping the SQLite floor: cannot create a temp dir: {e}"),
+    }
+    let url = std::env::var("ALKSTORE_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.to_owned());
+    let schema = random_schema();
+    let options = PgOptions { schema: schema.clone(), ..PgOptions::default() };
+    let engine = match alkstore_postgres::open(&url, &options) {
+        Ok(engine) => engine,
+        Err(e) => {
+            println!("skipping the Postgres floor: cannot open {}: {e}", redact_url(&url));
+            return;
+        }
+    };
+    match floor::BarePostgres::connect(&url, &schema) {
+        Ok(mut bare) => {
+            floor::compare("postgres", &engine, &mut bare, knobs, PAYLOAD);
+        }
+        Err(e) => println!("skipping the Postgres floor: bare connect failed: {e}"),
+    }
+    let dropped = engine.begin().and_then(|mut tx| {
+        tx.execute(&format!("DROP SCHEMA {schema} CASCADE"), &[])?;
+        tx.commit()
+    });
+    if let Err(e) = dropped {
+        println!("could not drop benchmark schema {schema}: {e}");
+    }
+    engine.close();
+}
+
 fn main() {
+    if std::env::var("ALKSTORE_FLOOR").as_deref() != Ok("0") {
+        floor_benches();
+    }
+    if std::env::var("ALKSTORE_FLOOR_ONLY").as_deref() == Ok("1") {
+        return;
+    }
     let mut c = Criterion::default()
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))

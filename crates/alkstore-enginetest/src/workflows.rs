@@ -23,7 +23,7 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_dead_jobs_result_has_its_error, requeue_dead_child_waits_for_parents_not_acked, job_edges_list_parents_and_children,
     a_plain_ack_of_a_batch_with_workflow_jobs_settles_each, a_parent_expired_without_retention_still_kills,
     cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
-    a_foreign_enqueue_links_its_parents,
+    a_foreign_enqueue_links_its_parents, the_workers_ack_with_a_result_and_its_next_claim_are_one_step,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -455,5 +455,37 @@ pub fn a_foreign_enqueue_links_its_parents<H: Harness>(db: &Db<H>) -> TestResult
         let ids = db.run_foreign(&mixed?.ok_or("a statement")?)?;
         assert_eq!(state(db, "c", ids[1])?, Some(JobState::Pending));
     }
+    Ok(())
+}
+
+/// The Worker's ack of a handler's return value and its next claim are one
+/// transaction: the claim sees what the ack did (the child it released),
+/// the result is kept as `ack_result` keeps it, and a stale handle lands
+/// nothing but still claims.
+pub fn the_workers_ack_with_a_result_and_its_next_claim_are_one_step<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("q", &opts(), "a")?;
+    let c = db.put_job("q", &opts(), NewJob { keep_result_s: Some(60), ..child("c", &[a], OnFailure::Cancel) })?;
+    let done = db.take("q", "w")?;
+    assert_eq!(done.id, a);
+    let (landed, next) = s.ack_result_then_claim(&done, r#"{"x":1}"#, "q", "w", 1)?;
+    assert!(landed);
+    assert_eq!(next.iter().map(|j| j.id).collect::<Vec<_>>(), vec![c], "the child this ack released");
+    let parents = s.parent_results(None, c)?;
+    assert_eq!(parents.len(), 1);
+    assert_eq!(parents[0].1.as_ref().and_then(|r| r.value.as_deref()), Some(r#"{"x":1}"#));
+    let (landed, none) = s.ack_result_then_claim(&next[0], "2", "q", "w", 1)?;
+    assert!(landed && none.is_empty());
+    assert_eq!(s.result(c)?.and_then(|r| r.value).as_deref(), Some("2"), "kept for keep_result");
+    let d = db.put("q", &opts(), "d")?;
+    let (again, got) = s.ack_result_then_claim(&next[0], "3", "q", "w", 1)?;
+    assert!(!again, "a stale handle's ack lands nothing");
+    assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![d]);
+    assert_eq!(s.result(c)?.and_then(|r| r.value).as_deref(), Some("2"), "and keeps nothing");
+    let plain = db.put("q", &opts(), "plain")?;
+    let (landed, got) = s.ack_result_then_claim(&got[0], "4", "q", "w", 1)?;
+    assert!(landed, "a plain job's ack with a result lands (the result is dropped)");
+    assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![plain]);
+    assert!(s.result(d)?.is_none());
     Ok(())
 }

@@ -46,3 +46,25 @@ pub use runtime::{block_on, runtime, FORKED_MESSAGE};
 pub fn open(url: &str, options: &PgOptions) -> Result<Arc<dyn Engine>> {
     Ok(Arc::new(PgEngine::open(url, options)?))
 }
+
+/// The text of the claim/ack hot path for a store in `schema`, so the
+/// bare-driver floor of `benches/benches/claim.rs` runs exactly the
+/// engine's statements against the engine's schema. Not API: it changes
+/// whenever the statements do.
+#[doc(hidden)]
+pub mod hot_path {
+    /// The claim and ack statements of one store.
+    #[derive(Debug, Clone)]
+    pub struct HotPath {
+        /// The claim of one job: `$1` clock offset, `$2` queue, `$3` worker.
+        pub claim_one: String,
+        /// The plain ack of one handle: `$1` offset, `$2` id, `$3` worker, `$4` claim token.
+        pub ack_one: String,
+    }
+
+    /// The statements as the engine renders them for `schema` (unquoted).
+    pub fn for_schema(schema: &str) -> HotPath {
+        let sql = crate::ops::Statements::new(schema);
+        HotPath { claim_one: sql.claim.one, ack_one: sql.handle.ack_one }
+    }
+}

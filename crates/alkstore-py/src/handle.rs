@@ -149,7 +149,7 @@ impl JobHandle {
     ) -> PyResult<bool> {
         let landed = match result {
             Some(r) if !r.is_none() => {
-                let text = json::encode(r)?;
+                let text = json::encode_at(r, "result")?;
                 run(py, &self.store, tx, |t| self.store.ack_result(t, &self.claimed, &text))?
             }
             _ => run(py, &self.store, tx, |t| self.store.ack(t, &[&self.claimed]))? == 1,

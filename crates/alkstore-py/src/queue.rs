@@ -542,7 +542,7 @@ impl Queue {
         let done = h.claimed();
         // A handler's return value (SPEC §25) is kept by the ack where the job keeps results.
         let result = match result {
-            Some(r) if !r.is_none() => Some(json::encode(r)?),
+            Some(r) if !r.is_none() => Some(json::encode_at(r, "result")?),
             _ => None,
         };
         let (landed, claimed) = exit::detach(py, || match &result {

@@ -64,3 +64,19 @@ pub fn open(path: &str, options: &SqliteOptions) -> Result<Arc<dyn Engine>> {
     let store_id = conns.with_writer(migrate::store_id)?;
     Ok(Arc::new(engine::SqliteEngine::new(conns, path, options, store_id)))
 }
+
+/// The text of the claim/ack hot path, so the bare-driver floor of
+/// `benches/benches/claim.rs` runs exactly the engine's statements against
+/// the engine's schema. Not API: it changes whenever the statements do.
+#[doc(hidden)]
+pub mod hot_path {
+    /// The fast-path claim of one job: `?1` queue, `?2` worker, `?3` clock
+    /// offset; returns the claimed row.
+    pub const CLAIM_ONE: &str = crate::ops::claim::CLAIM_READY_ONE;
+    /// The plain ack: `?1` id, `?2` worker, `?3` claim token, `?4` offset.
+    pub const ACK: &str = crate::ops::handle::ACK;
+    /// `BEGIN IMMEDIATE`, as the engine's own transactions open.
+    pub const BEGIN: &str = crate::tx::BEGIN_IMMEDIATE;
+    /// Their end.
+    pub const COMMIT: &str = crate::tx::COMMIT;
+}

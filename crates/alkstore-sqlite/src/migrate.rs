@@ -24,6 +24,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (11, include_str!("migrations/0011_slots.sql")),
     (12, include_str!("migrations/0012_workflows.sql")),
     (13, include_str!("migrations/0013_linked_enqueue.sql")),
+    (14, include_str!("migrations/0014_fan_in_release.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

@@ -26,6 +26,20 @@ pub trait WorkflowOps {
     /// results or has children; otherwise exactly [`crate::HandleOps::ack`].
     fn ack_result(&self, tx: Option<&mut dyn Tx>, job: &Claimed, result: &str) -> Result<bool>;
 
+    /// The Worker's ack of `done` keeping `result` as [`Self::ack_result`]
+    /// does, and its claim of up to `n` jobs of `queue`, in one transaction
+    /// as [`crate::ClaimOps::ack_then_claim`] (with the same caveat: the
+    /// claim may be the fast path only, so empty never means the queue has
+    /// nothing). Whether the ack landed, and what was claimed, in any order.
+    fn ack_result_then_claim(
+        &self,
+        done: &Claimed,
+        result: &str,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)>;
+
     /// The outcome of job `id`: its kept result once acked, or its dead
     /// row's error; None for a live job, or one whose result is not kept.
     fn result(&self, id: i64) -> Result<Option<JobResult>>;

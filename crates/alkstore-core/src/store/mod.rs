@@ -163,10 +163,16 @@ impl Store {
 
     /// Refuses JSON text over `max_payload_bytes` (SPEC §4.1), before any write.
     pub(crate) fn check_payload(&self, payload: &str) -> Result<()> {
-        if payload.len() > self.options.max_payload_bytes {
+        self.check_json_size("payload", payload)
+    }
+
+    /// Refuses `what`'s JSON text (a payload, an ack's result) over
+    /// `max_payload_bytes`, naming it.
+    pub(crate) fn check_json_size(&self, what: &str, text: &str) -> Result<()> {
+        if text.len() > self.options.max_payload_bytes {
             return Err(Error::Value(format!(
-                "payload is {} bytes of JSON, over max_payload_bytes={}",
-                payload.len(),
+                "{what} is {} bytes of JSON, over max_payload_bytes={}",
+                text.len(),
                 self.options.max_payload_bytes
             )));
         }

@@ -5,13 +5,16 @@
 
 use crate::engine::model::{Claimed, JobEdges, JobResult};
 use crate::error::Result;
+use crate::rules::batch::batch_size;
+use crate::rules::claim_order::sort_claimed;
+use crate::rules::names::validate_name;
 use crate::store::completions::acked_per_queue;
 use crate::store::{Store, TxSession};
 
 impl Store {
     /// `job.ack(result=...)`: `result` is JSON text, bounded like a payload.
     pub fn ack_result(&self, tx: Option<&mut TxSession>, job: &Claimed, result: &str) -> Result<bool> {
-        self.check_payload(result)?;
+        self.check_json_size("result", result)?;
         match tx {
             Some(s) => {
                 let landed = s.op(|t| self.engine.ack_result(Some(t), job, result))?;
@@ -28,10 +31,10 @@ impl Store {
     }
 
     /// The Worker's ack of a finished job that returned `result`, and its
-    /// claim of the next: the ack keeps the result ([`Self::ack_result`]),
-    /// then the claim runs on its own (an ack that may settle children is
-    /// not pipelined with a claim). Whether the ack landed, and what was
-    /// claimed, in claim order.
+    /// claim of the next, in one transaction as [`Self::ack_then_claim`]:
+    /// the ack keeps the result as [`Self::ack_result`] does. Whether the
+    /// ack landed, and what was claimed, in claim order; an empty claim does
+    /// not mean `queue` is empty.
     pub fn ack_result_then_claim(
         &self,
         done: &Claimed,
@@ -40,8 +43,13 @@ impl Store {
         worker_id: &str,
         n: usize,
     ) -> Result<(bool, Vec<Claimed>)> {
-        let landed = self.ack_result(None, done, result)?;
-        let claimed = self.claim(queue, worker_id, n)?;
+        validate_name("worker", worker_id)?;
+        batch_size("n", n)?;
+        self.check_json_size("result", result)?;
+        self.enter(None)?;
+        let (landed, mut claimed) = self.engine.ack_result_then_claim(done, result, queue, worker_id, n)?;
+        acked_per_queue(&[done], usize::from(landed), |q, k| self.done.add(q, k));
+        sort_claimed(&mut claimed);
         Ok((landed, claimed))
     }
 

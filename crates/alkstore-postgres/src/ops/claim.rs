@@ -236,17 +236,55 @@ impl ClaimOps for PgEngine {
             }
             None => {}
         }
+        self.pipelined(Done::Plain(done), queue, worker_id, n)
+    }
+}
+
+/// The finished job of a Worker's ack-and-claim, and how it is acked.
+#[derive(Clone, Copy)]
+pub(crate) enum Done<'a> {
+    /// The plain ack (a job keeping its result goes on to the workflow ack).
+    Plain(&'a Claimed),
+    /// The workflow ack with the handler's result (JSON text), one statement.
+    Result(&'a Claimed, &'a str),
+}
+
+impl PgEngine {
+    /// The ack of `done` and the plain claim in one transaction on one
+    /// pooled connection, pipelined: BEGIN, the ack, the claim and COMMIT go
+    /// out together, so the pair costs one round trip and one commit (one
+    /// WAL flush) where two autocommit statements cost two of each. If the
+    /// ack or the claim fails, the transaction is aborted and the COMMIT that
+    /// follows rolls it back: nothing lands, and the error is returned.
+    pub(crate) fn pipelined(
+        &self,
+        done: Done<'_>,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(usize, Vec<Claimed>)> {
         let found = self.run(None, async |cx| {
             // Both statements prepared (or found in the connection's cache)
             // first: a prepare waits for its reply, and COMMIT must not
             // overtake the ack or the claim on the wire.
             let claim_sql = if n == 1 { &cx.sql.claim.one } else { &cx.sql.claim.many };
-            cx.ready(&cx.sql.handle.ack_one).await?;
+            let ack_sql = match done {
+                Done::Plain(_) => &cx.sql.handle.ack_one,
+                Done::Result(..) => &cx.sql.workflows.ack_flow,
+            };
+            cx.ready(ack_sql).await?;
             cx.ready(claim_sql).await?;
-            let done = [done];
+            let ack = async {
+                match done {
+                    Done::Plain(job) => super::handle::ack(cx, &[job]).await,
+                    Done::Result(job, result) => {
+                        super::workflows::ack_flow(cx, job, Some(result)).await.map(usize::from)
+                    }
+                }
+            };
             let (begin, landed, claimed, commit) = tokio::join!(
                 cx.client.batch_execute("BEGIN"),
-                super::handle::ack(cx, &done),
+                ack,
                 claim(cx, queue, worker_id, n),
                 cx.client.batch_execute("COMMIT"),
             );
@@ -263,6 +301,27 @@ impl ClaimOps for PgEngine {
                 Ok((landed, Vec::new()))
             }
         }
+    }
+
+    /// The Worker's ack of `done` keeping `result`, and its claim of the
+    /// next: [`Self::pipelined`] with the workflow ack (`ack_flow`, one
+    /// statement whatever the job keeps). A queue lately found limited
+    /// claims by its limited claim, after the ack.
+    pub(crate) fn ack_result_then_claim(
+        &self,
+        done: &Claimed,
+        result: &str,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)> {
+        self.maintain();
+        if self.recently_limited(queue).is_some() {
+            let landed = alkstore_core::WorkflowOps::ack_result(self, None, done, result)?;
+            return Ok((landed, ClaimOps::claim(self, queue, worker_id, n)?));
+        }
+        let (landed, claimed) = self.pipelined(Done::Result(done, result), queue, worker_id, n)?;
+        Ok((landed == 1, claimed))
     }
 }
 

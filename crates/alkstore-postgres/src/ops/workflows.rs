@@ -164,6 +164,17 @@ impl WorkflowOps for PgEngine {
         })
     }
 
+    fn ack_result_then_claim(
+        &self,
+        done: &Claimed,
+        result: &str,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)> {
+        PgEngine::ack_result_then_claim(self, done, result, queue, worker_id, n)
+    }
+
     fn result(&self, id: i64) -> Result<Option<JobResult>> {
         self.run(None, async |cx| {
             let rows = cx.query(&cx.sql.workflows.result, &[&cx.offset, &id]).await?;

@@ -205,7 +205,7 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
 
 /// The claim's fast path alone ([`CLAIM_READY`]): empty also while a lease
 /// has lapsed, which only the full path in [`claim`] takes.
-fn claim_ready(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) fn claim_ready(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
     if n == 1 {
         run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)
     } else {

@@ -233,9 +233,15 @@ fn workflow_plans_seek_by_key() -> Result<()> {
     const SETTLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1 \
          WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
          AND +state = 'waiting'";
-    const RELEASE: &str = "UPDATE __alkstore_jobs SET state = 'pending' \
-         WHERE id IN (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0) \
-         AND +state = 'waiting' AND parents_left = 0";
+    // Migration 0014's decrement of a parent's only child, by key.
+    const SETTLE_ONE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1 \
+         WHERE id = (SELECT child_id FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0 \
+           ORDER BY child_id LIMIT 1) \
+         AND +state = 'waiting' \
+         AND NOT EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0 \
+           AND child_id > __alkstore_jobs.id)";
+    // Migration 0014's release, by the decremented child's primary key.
+    const RELEASE: &str = "UPDATE __alkstore_jobs SET state = 'pending' WHERE id = ?1";
     for analyze in [false, true] {
         let conn = populated(analyze)?;
         for sql in [
@@ -255,6 +261,7 @@ fn workflow_plans_seek_by_key() -> Result<()> {
             RELINK_PARENTS,
             RELINK_CHILDREN,
             SETTLE,
+            SETTLE_ONE,
             RELEASE,
         ] {
             let lines = plan(&conn, sql)?;

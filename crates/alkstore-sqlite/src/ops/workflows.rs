@@ -165,6 +165,26 @@ impl WorkflowOps for SqliteEngine {
         })
     }
 
+    /// The ack with its result and the claim's fast path in one write
+    /// transaction, as `ack_then_claim`: one write lock and one WAL commit.
+    fn ack_result_then_claim(
+        &self,
+        done: &Claimed,
+        result: &str,
+        queue: &str,
+        worker_id: &str,
+        n: usize,
+    ) -> Result<(bool, Vec<Claimed>)> {
+        let offset = self.offset();
+        self.conns.with_writer(|c| {
+            atomic(c, Scope::Own, |c| {
+                let landed = super::handle::ack_plain(c, super::handle::ACK_DROP_RESULT, offset, done)?
+                    || ack_flow(c, Scope::Caller, offset, done, Some(result))?;
+                Ok((landed, super::claim::claim_ready(c, offset, queue, worker_id, n)?))
+            })
+        })
+    }
+
     fn result(&self, id: i64) -> Result<Option<JobResult>> {
         let offset = self.offset();
         self.conns.with_reader(|c| result(c, offset, id))
