@@ -12,7 +12,6 @@ import logging
 import subprocess
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 
@@ -28,6 +27,7 @@ from tests.conftest import (
     require_postgres,
 )
 from tests.pgbouncer import PgBouncer
+from tests.workers import wait_for
 
 
 @pytest.fixture
@@ -167,9 +167,7 @@ def test_an_idle_store_holds_one_connection_plus_listen(schema: str) -> None:
         for t in threads:
             t.join()
         # Idle: the reaper closes all but one pooled connection (after 5 s unused).
-        deadline = time.monotonic() + 60
-        while _sessions(app) > 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: _sessions(app) <= 2, timeout=60, what="the reaper to close idle connections")
         assert _sessions(app) == 1 + 1
         job = q.claim("w")  # the one kept is ready for the next call
         assert job is None

@@ -56,6 +56,23 @@ fn assert_no_table_scan(what: &str, lines: &[String]) {
     }
 }
 
+/// Runs `sql` twice with `params` on one prepared statement and asserts
+/// SQLite never re-prepared it (a plan that read a bound value would be).
+fn assert_never_reprepared(conn: &Connection, what: &str, sql: &str, params: &[rusqlite::types::Value]) -> Result<()> {
+    let mut st = conn.prepare(sql).db()?;
+    for _ in 0..2 {
+        for (i, v) in params.iter().enumerate() {
+            st.raw_bind_parameter(i + 1, v).db()?;
+        }
+        let mut rows = st.raw_query();
+        while rows.next().db()?.is_some() {}
+        drop(rows);
+        st.clear_bindings();
+    }
+    assert_eq!(st.get_status(rusqlite::StatementStatus::RePrepare), 0, "{what} re-prepared");
+    Ok(())
+}
+
 /// Both claim candidate scans seek their partial index in its own order:
 /// no full scan and no sort of the jobs table; the one sort is the final
 /// merge of the ready candidates and the lapsed leases; the pause check is a
@@ -169,7 +186,6 @@ fn hot_statements_are_never_reprepared() -> Result<()> {
 fn the_limited_claim_is_never_reprepared() -> Result<()> {
     use super::limits::{CLAIM as LIMITED, GET, HIRES_NOW, LOG, LOG_ADD, PRUNE, READY_BEYOND, RECENT, RUNNING};
     use rusqlite::types::Value;
-    use rusqlite::StatementStatus;
     let conn = populated(false)?;
     let q = || Value::Text("q1".into());
     let cases: [(&str, &str, Vec<Value>); 10] = [
@@ -189,17 +205,7 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
         ("exhaust", EXHAUST_MOVE, vec![q(), 100.into()]),
     ];
     for (what, sql, params) in cases {
-        let mut st = conn.prepare(sql).db()?;
-        for _ in 0..2 {
-            for (i, v) in params.iter().enumerate() {
-                st.raw_bind_parameter(i + 1, v).db()?;
-            }
-            let mut rows = st.raw_query();
-            while rows.next().db()?.is_some() {}
-            drop(rows);
-            st.clear_bindings();
-        }
-        assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{what} re-prepared");
+        assert_never_reprepared(&conn, what, sql, &params)?;
     }
     let lines = plan(&conn, LIMITED)?;
     assert_no_table_scan("limited claim", &lines);
@@ -286,7 +292,6 @@ fn workflow_statements_are_never_reprepared() -> Result<()> {
     use super::enqueue::ENQUEUE_LINKED;
     use super::workflows::KEEP_RESULT;
     use rusqlite::types::Value;
-    use rusqlite::StatementStatus;
     let conn = populated(false)?;
     let linked = |after: &str| -> Vec<Value> {
         let mut v: Vec<Value> = vec![Value::Text("q".into()), Value::Text("{}".into()), 0.into(), 3.into()];
@@ -300,17 +305,7 @@ fn workflow_statements_are_never_reprepared() -> Result<()> {
         (ENQUEUE_LINKED, linked("[3]")),
     ];
     for (sql, params) in cases {
-        let mut st = conn.prepare(sql).db()?;
-        for _ in 0..2 {
-            for (i, v) in params.iter().enumerate() {
-                st.raw_bind_parameter(i + 1, v).db()?;
-            }
-            let mut rows = st.raw_query();
-            while rows.next().db()?.is_some() {}
-            drop(rows);
-            st.clear_bindings();
-        }
-        assert_eq!(st.get_status(StatementStatus::RePrepare), 0, "{sql} re-prepared");
+        assert_never_reprepared(&conn, sql, sql, &params)?;
     }
     Ok(())
 }
