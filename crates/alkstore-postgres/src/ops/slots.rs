@@ -108,6 +108,7 @@ fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
 /// no longer) for slots and nothing was claimed.
 fn claim_sql(s: &str) -> String {
     let into_dead = into_dead(s);
+    let exhausted = super::delete_exhausted(s);
     let marker = format!("NULL, 'exclusive', {}", vec!["NULL"; CLAIMED_COLS.split(',').count() - 2].join(", "));
     format!(
         "{NOW}, \
@@ -115,13 +116,7 @@ fn claim_sql(s: &str) -> String {
          w AS MATERIALIZED (SELECT split_part(v, ':', 1)::bigint AS w FROM cfg WHERE v <> '-'), \
          mine AS MATERIALIZED (SELECT k::bigint AS k FROM cfg, \
            unnest(string_to_array(nullif(split_part(cfg.v, ':', 2), ''), ',')) k WHERE cfg.v <> '-'), \
-         exhausted AS ( \
-           DELETE FROM {s}.jobs WHERE id = ANY(ARRAY( \
-             SELECT id FROM {s}.jobs \
-             WHERE queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) \
-               AND attempts >= max_attempts \
-             FOR UPDATE SKIP LOCKED)) \
-           RETURNING *), \
+         exhausted AS ({exhausted}), \
          buried AS ( \
            {into_dead} SELECT {DEAD_SELECT}, \
              CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
