@@ -56,7 +56,9 @@ pub mod hot_path {
     /// The claim and ack statements of one store.
     #[derive(Debug, Clone)]
     pub struct HotPath {
-        /// The claim of one job: `$1` clock offset, `$2` queue, `$3` worker.
+        /// The claim of one job (the fast claim; its row of NULLs, when it
+        /// declines, never comes in a queue without lapsed leases or limits):
+        /// `$1` clock offset, `$2` queue, `$3` worker.
         pub claim_one: String,
         /// The plain ack of one handle: `$1` offset, `$2` id, `$3` worker, `$4` claim token.
         pub ack_one: String,
@@ -65,6 +67,6 @@ pub mod hot_path {
     /// The statements as the engine renders them for `schema` (unquoted).
     pub fn for_schema(schema: &str) -> HotPath {
         let sql = crate::ops::Statements::new(schema);
-        HotPath { claim_one: sql.claim.one, ack_one: sql.handle.ack_one }
+        HotPath { claim_one: sql.claim.fast, ack_one: sql.handle.ack_one }
     }
 }

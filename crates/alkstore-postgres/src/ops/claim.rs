@@ -26,6 +26,9 @@ pub(crate) const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.m
 /// The claim statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
+    /// The claim of one job while the queue has no lapsed lease and no
+    /// limits ([`fast_sql`]); otherwise it declines and `one` runs.
+    pub(crate) fast: String,
     /// The claim of one job, its bound a literal: with `LIMIT $4` the
     /// planner assumes a large limit for the generic plan, keeps choosing a
     /// custom plan, and re-plans this big statement on every call.
@@ -38,7 +41,7 @@ pub(crate) struct Sql {
 impl Sql {
     /// For the quoted schema `s`.
     pub(crate) fn new(s: &str) -> Self {
-        Sql { one: claim_sql(s, "1"), many: claim_sql(s, "$4::bigint") }
+        Sql { fast: fast_sql(s), one: claim_sql(s, "1"), many: claim_sql(s, "$4::bigint") }
     }
 }
 
@@ -112,6 +115,40 @@ fn claim_sql(s: &str, limit: &str) -> String {
     )
 }
 
+/// The claim of one job as most claims find their queue: no lease lapsed,
+/// no limits. `$1` offset, `$2` queue, `$3` worker. The floor's shape (one
+/// `UPDATE … WHERE id = (the first ready row, SKIP LOCKED)`) plus three
+/// primary-key or index probes: the full statement's exhaustion, lapsed
+/// and union steps cost more to start and run than the claim itself (its
+/// execution 0.22 ms against 0.14 ms for this one, on a 3,000-job drain).
+/// When the queue has a lapsed lease (to reclaim or bury, which may outrank
+/// every ready row) or limits, it claims nothing and returns one row whose
+/// id is NULL: the caller runs the full claim. Both look at one snapshot, so
+/// what this one claims is what the full statement would have claimed.
+/// A paused queue claims nothing here and, with no lapsed lease, has
+/// nothing for the full statement to do either.
+fn fast_sql(s: &str) -> String {
+    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
+    format!(
+        "{NOW}, \
+         g AS MATERIALIZED (SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+             AND deadline < (SELECT t FROM n)) \
+           OR EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text) AS other), \
+         claimed AS ( \
+           UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
+             claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
+             deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+           WHERE j.id = (SELECT id FROM {s}.jobs \
+             WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
+               AND (expires_at IS NULL OR expires_at > (SELECT t FROM n)) \
+               AND NOT (SELECT other FROM g) \
+               AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
+             ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+           RETURNING {CLAIMED_COLS}) \
+         SELECT * FROM claimed UNION ALL SELECT {nulls} FROM g WHERE g.other"
+    )
+}
+
 /// What the one-statement claim found: jobs, or a limited queue.
 pub(crate) enum Found {
     /// The jobs it claimed (none: nothing claimable).
@@ -121,8 +158,30 @@ pub(crate) enum Found {
 }
 
 /// Claims up to `n` jobs of `queue` for `worker_id`, in RETURNING order:
-/// the Store sorts them into claim order.
+/// the Store sorts them into claim order. One job is tried by the fast
+/// statement first; when it declines, the full one runs on the same
+/// connection (inside the caller's transaction, if any).
 pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Found> {
+    if n == 1 {
+        if let Some(found) = claim_fast(cx, queue, worker_id).await? {
+            return Ok(found);
+        }
+    }
+    claim_full(cx, queue, worker_id, n).await
+}
+
+/// The fast claim of one job: `None` when it declined (a lapsed lease or
+/// limits), and the full claim must run.
+pub(crate) async fn claim_fast(cx: &Ctx<'_>, queue: &str, worker_id: &str) -> Result<Option<Found>> {
+    let rows = cx.query(&cx.sql.claim.fast, &[&cx.offset, &queue, &worker_id]).await?;
+    if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+        return Ok(None);
+    }
+    rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(|jobs| Some(Found::Jobs(jobs)))
+}
+
+/// The full claim statement (exhaustion, lapsed leases, the limits probe).
+pub(crate) async fn claim_full(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Found> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
     } else {
@@ -260,7 +319,7 @@ impl PgEngine {
             // Both statements prepared (or found in the connection's cache)
             // first: a prepare waits for its reply, and COMMIT must not
             // overtake the ack or the claim on the wire.
-            let claim_sql = if n == 1 { &cx.sql.claim.one } else { &cx.sql.claim.many };
+            let claim_sql = if n == 1 { &cx.sql.claim.fast } else { &cx.sql.claim.many };
             let ack_sql = match done {
                 Done::Plain(_) => &cx.sql.handle.ack_one,
                 Done::Result(..) => &cx.sql.workflows.ack_flow,
@@ -275,12 +334,17 @@ impl PgEngine {
                     }
                 }
             };
-            let (begin, landed, claimed, commit) = tokio::join!(
-                cx.client.batch_execute("BEGIN"),
-                ack,
-                claim(cx, queue, worker_id, n),
-                cx.client.batch_execute("COMMIT"),
-            );
+            // One job by the fast claim alone: were it to decline, the full
+            // claim would go out after the COMMIT (see below).
+            let claim = async {
+                if n == 1 {
+                    claim_fast(cx, queue, worker_id).await
+                } else {
+                    claim_full(cx, queue, worker_id, n).await.map(Some)
+                }
+            };
+            let (begin, landed, claimed, commit) =
+                tokio::join!(cx.client.batch_execute("BEGIN"), ack, claim, cx.client.batch_execute("COMMIT"),);
             begin.map_err(|e| pg_error(&e))?;
             let (landed, claimed) = (landed?, claimed?);
             commit.map_err(|e| pg_error(&e))?;
@@ -288,11 +352,16 @@ impl PgEngine {
         })?;
         // A limited queue's next job is the Worker's to claim by the limited claim.
         match found {
-            (landed, Found::Jobs(jobs)) => Ok((landed, jobs)),
-            (landed, Found::Limited) => {
+            (landed, Some(Found::Jobs(jobs))) => Ok((landed, jobs)),
+            (landed, Some(Found::Limited)) => {
                 self.mark_limited(queue, false);
                 Ok((landed, Vec::new()))
             }
+            // The fast claim declined (a lapsed lease, or limits): the claim
+            // on its own, after the ack's commit. The ack has landed, so an
+            // error here must not read as the ack's: it reads as nothing
+            // claimed, and the Worker's next claim meets it.
+            (landed, None) => Ok((landed, ClaimOps::claim(self, queue, worker_id, n).unwrap_or_default())),
         }
     }
 
@@ -331,13 +400,17 @@ mod tests {
         let Some(fx) = Fixture::new()? else { return Ok(()) };
         fx.fill()?;
         let sql = Statements::new(&fx.schema);
+        let fast = fx.plans("bigint, text, text", &sql.claim.fast, "0, 'q3', 'w'")?;
         let one = fx.plans("bigint, text, text", &sql.claim.one, "0, 'q3', 'w'")?;
         let many = fx.plans("bigint, text, text, bigint", &sql.claim.many, "0, 'q3', 'w', 10")?;
-        for plan in one.iter().chain(&many) {
+        for plan in fast.iter().chain(&one).chain(&many) {
             assert!(plan.contains("Index Scan using jobs_ready"), "{plan}");
-            // The lapsed scan is a range of jobs_leased (plain or bitmap), sorted after.
+            // The lapsed scan is a range of jobs_leased (plain or bitmap), sorted
+            // after; the fast claim's probe of it may read the index alone.
             assert!(
-                plan.contains("Index Scan using jobs_leased") || plan.contains("Index Scan on jobs_leased"),
+                plan.contains("Index Scan using jobs_leased")
+                    || plan.contains("Index Scan on jobs_leased")
+                    || plan.contains("Index Only Scan using jobs_leased"),
                 "{plan}"
             );
             assert!(!plan.contains("Seq Scan on jobs"), "{plan}");
@@ -360,13 +433,15 @@ mod tests {
         ))?;
         let sql = Statements::new(&fx.schema);
         for (types, statement, args) in [
+            ("bigint, text, text", &sql.claim.fast, "0, 'q', 'w'"),
             ("bigint, text, text", &sql.claim.one, "0, 'q', 'w'"),
             ("bigint, text, text, bigint", &sql.claim.many, "0, 'q', 'w', 10"),
         ] {
             fx.batch(&format!("DEALLOCATE ALL; PREPARE p({types}) AS {statement}"))?;
             for mode in ["force_custom_plan", "force_generic_plan"] {
                 fx.batch(&format!("SET plan_cache_mode = {mode}"))?;
-                let plan = fx.lines(&format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE p({args})"))?;
+                let plan =
+                    fx.lines(&format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE p({args})"))?;
                 let ran: Vec<&String> =
                     plan.iter().filter(|l| l.contains("Seq Scan on jobs") && !l.contains("never executed")).collect();
                 assert!(ran.is_empty(), "{mode}: a scan of jobs ran:\n{}", plan.join("\n"));

@@ -84,7 +84,8 @@ pub(crate) fn into_dead(s: &str) -> String {
 /// scan of `jobs`, and without the gate every claim paid that scan although
 /// nearly every claim finds nothing exhausted.
 pub(crate) fn delete_exhausted(s: &str) -> String {
-    let cond = "queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) AND attempts >= max_attempts";
+    let cond =
+        "queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) AND attempts >= max_attempts";
     format!(
         "DELETE FROM {s}.jobs WHERE id = ANY(ARRAY(SELECT id FROM {s}.jobs WHERE {cond} FOR UPDATE SKIP LOCKED)) \
            AND EXISTS (SELECT 1 FROM {s}.jobs WHERE {cond}) RETURNING *"
