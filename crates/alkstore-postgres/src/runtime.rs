@@ -3,10 +3,10 @@
 //! The engine's trait methods are synchronous (the binding calls them with the
 //! GIL released), while tokio-postgres is async: each call `block_on`s this
 //! runtime. One runtime per process, not per store, because connection tasks
-//! and pool timers live on it and the Python binding's asyncio bridge must run
-//! its waits on the same one.
+//! and pool timers live on it. It is a current-thread runtime that its
+//! callers drive (see [`Lane`]), with a driver thread for the idle moments.
 //!
-//! A runtime's worker threads do not survive `fork()`, and a store's sockets
+//! A runtime's threads do not survive `fork()`, and a store's sockets
 //! belong to the process that opened it. So each store keeps the [`Rt`] it was
 //! opened on, and every use of it from another process is refused with
 //! [`FORKED_MESSAGE`]. A forked child that opens a store of its own gets a
@@ -163,10 +163,9 @@ impl Rt {
             match CURRENT.compare_exchange(seen, built, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
                     let shared: &'static Shared = built;
-                    std::thread::Builder::new()
-                        .name("alkstore-pg".into())
-                        .spawn(move || drive(shared))
-                        .map_err(|e| Error::database(None, format!("could not start the Postgres engine's driver: {e}")))?;
+                    std::thread::Builder::new().name("alkstore-pg".into()).spawn(move || drive(shared)).map_err(
+                        |e| Error::database(None, format!("could not start the Postgres engine's driver: {e}")),
+                    )?;
                     return Ok(Rt { shared });
                 }
                 Err(_) => {
