@@ -25,13 +25,29 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0015 moved the bodies of 0014's SQLite triggers a level down (the
+    # triggers keep their names; a rewind to 14 leaves them out until the
+    # store is migrated again).
+    15: {
+        "sqlite": [
+            "DROP TRIGGER __alkstore_job_left_acked",
+            "DROP TRIGGER __alkstore_job_left_child",
+            "DROP TRIGGER __alkstore_job_acked_many_settle",
+            "DROP TRIGGER __alkstore_jobs_child_released",
+            "DROP VIEW __alkstore_parent_acked",
+            "DROP VIEW __alkstore_child_left",
+            "DROP VIEW __alkstore_fan_out",
+            "DROP VIEW __alkstore_child_released",
+        ],
+        "postgres": [],
+    },
     # 0014 replaced three of 0012's SQLite triggers (dropped here, so a rewind
     # to 12 or 13 leaves a store without them: rewind below 12) and redefined
     # a Postgres function that 0012's undo drops.
     14: {
         "sqlite": [
             "DROP TRIGGER __alkstore_jobs_left",
-            "DROP TRIGGER __alkstore_jobs_child_released",
+            "DROP TRIGGER IF EXISTS __alkstore_jobs_child_released",
             "DROP VIEW __alkstore_job_left",
             "DROP VIEW __alkstore_job_failed",
             "DROP VIEW __alkstore_job_acked_many",

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (12, include_str!("migrations/0012_workflows.sql")),
     (13, include_str!("migrations/0013_linked_enqueue.sql")),
     (14, include_str!("migrations/0014_fan_in_release.sql")),
+    (15, include_str!("migrations/0015_fan_in_frames.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A
