@@ -23,6 +23,11 @@ pub(crate) const CLAIMED_COLS: &str = "j.id, j.queue, j.payload, j.attempts, j.m
                             j.claim_token, j.enqueued_at, j.run_at, j.claimed_at, j.deadline, j.expires_at, \
                             j.visibility_timeout_s, j.backoff_base_s";
 
+/// A row of NULLs as wide as [`CLAIMED_COLS`]: the claims' "not here" marker.
+pub(crate) fn null_row() -> String {
+    vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ")
+}
+
 /// The claim statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
@@ -80,7 +85,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
         "AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
          AND NOT EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text)"
     );
-    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
+    let nulls = null_row();
     format!(
         "{NOW}, \
                  exhausted AS ({exhausted}), \
@@ -128,7 +133,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
 /// A paused queue claims nothing here and, with no lapsed lease, has
 /// nothing for the full statement to do either.
 fn fast_sql(s: &str) -> String {
-    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
+    let nulls = null_row();
     format!(
         "{NOW}, \
          g AS MATERIALIZED (SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
@@ -172,7 +177,7 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
 
 /// The fast claim of one job: `None` when it declined (a lapsed lease or
 /// limits), and the full claim must run.
-pub(crate) async fn claim_fast(cx: &Ctx<'_>, queue: &str, worker_id: &str) -> Result<Option<Found>> {
+async fn claim_fast(cx: &Ctx<'_>, queue: &str, worker_id: &str) -> Result<Option<Found>> {
     let rows = cx.query(&cx.sql.claim.fast, &[&cx.offset, &queue, &worker_id]).await?;
     if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
         return Ok(None);
@@ -181,7 +186,7 @@ pub(crate) async fn claim_fast(cx: &Ctx<'_>, queue: &str, worker_id: &str) -> Re
 }
 
 /// The full claim statement (exhaustion, lapsed leases, the limits probe).
-pub(crate) async fn claim_full(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Found> {
+async fn claim_full(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Result<Found> {
     let rows = if n == 1 {
         cx.query(&cx.sql.claim.one, &[&cx.offset, &queue, &worker_id]).await?
     } else {
@@ -212,6 +217,18 @@ impl PgEngine {
     fn mark_limited(&self, queue: &str, exclusive: bool) {
         let mut seen = self.limited_seen.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         seen.insert(queue.to_owned(), (Instant::now(), exclusive));
+    }
+
+    /// What a one-statement claim found, as jobs: a queue found limited is
+    /// noted and claimed by its limited claim.
+    fn claimed_or_limited(&self, found: Found, queue: &str, worker_id: &str, n: usize) -> Result<Vec<Claimed>> {
+        match found {
+            Found::Jobs(jobs) => Ok(jobs),
+            Found::Limited => {
+                self.mark_limited(queue, false);
+                self.limited_claim(queue, worker_id, n, false)
+            }
+        }
     }
 
     /// The claim of a queue known to be limited: the slot claim
@@ -245,13 +262,8 @@ impl ClaimOps for PgEngine {
         if let Some(exclusive) = self.recently_limited(queue) {
             return self.limited_claim(queue, worker_id, n, exclusive);
         }
-        match self.run(None, async |cx| claim(cx, queue, worker_id, n).await)? {
-            Found::Jobs(jobs) => Ok(jobs),
-            Found::Limited => {
-                self.mark_limited(queue, false);
-                self.limited_claim(queue, worker_id, n, false)
-            }
-        }
+        let found = self.run(None, async |cx| claim(cx, queue, worker_id, n).await)?;
+        self.claimed_or_limited(found, queue, worker_id, n)
     }
 
     /// The ack and the full claim in one transaction on one pooled
@@ -357,11 +369,16 @@ impl PgEngine {
                 self.mark_limited(queue, false);
                 Ok((landed, Vec::new()))
             }
-            // The fast claim declined (a lapsed lease, or limits): the claim
-            // on its own, after the ack's commit. The ack has landed, so an
-            // error here must not read as the ack's: it reads as nothing
+            // The fast claim declined (a lapsed lease, or limits): the full
+            // claim on its own, after the ack's commit. The ack has landed, so
+            // an error here must not read as the ack's: it reads as nothing
             // claimed, and the Worker's next claim meets it.
-            (landed, None) => Ok((landed, ClaimOps::claim(self, queue, worker_id, n).unwrap_or_default())),
+            (landed, None) => {
+                let full = self
+                    .run(None, async |cx| claim_full(cx, queue, worker_id, n).await)
+                    .and_then(|found| self.claimed_or_limited(found, queue, worker_id, n));
+                Ok((landed, full.unwrap_or_default()))
+            }
         }
     }
 

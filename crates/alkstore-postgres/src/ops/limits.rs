@@ -187,7 +187,7 @@ fn limits_of(row: &tokio_postgres::Row) -> Result<QueueLimits> {
 /// without a concurrency limit). A reclaimed lapsed lease keeps its slot.
 fn flight_sql(s: &str) -> String {
     let update = claim_update(s, ", slot = CASE WHEN picked.fresh THEN picked.k ELSE j.slot END");
-    let nulls = vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ");
+    let nulls = super::claim::null_row();
     format!(
         "{NOW}, \
          h AS MATERIALIZED (SELECT {HIRES} AS at), \
