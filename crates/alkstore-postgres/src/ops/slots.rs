@@ -7,14 +7,17 @@
 //! records its slot (`jobs.slot`), and a slot is taken while a
 //! `processing` row holds it: freeing it is whatever moves the row out of
 //! `processing` (the fenced ack, fail, cancel, a sweep), as before, with no
-//! counter to release twice. One round trip, one transaction:
+//! counter to release twice. One transaction, of one or two round trips:
 //! 1. [`Sql::take`]: the queue's advisory lock **shared** (the
 //!    multi-statement and rate-limited claims take it exclusively, and
 //!    count every processing row, so they never run beside a slot claim),
 //!    then `pg_try_advisory_xact_lock` on up to `n` slots that look free,
 //!    starting at a place the worker id picks (a Worker tends to take back
 //!    the slot its last job freed, so W workers rarely meet). The slots it
-//!    got go into a transaction-local setting for step 2;
+//!    got go into a transaction-local setting for step 2. It takes none
+//!    when its snapshot has no ready row and no lapsed lease, and step 2
+//!    is then not sent (a Worker woken with the other claimers of a job one
+//!    of them took pays for this statement alone);
 //! 2. [`Sql::claim`], a new statement and so (READ COMMITTED) a new
 //!    snapshot, taken after the slot locks: every claim of those slots
 //!    committed before is in it. It moves exhausted lapsed leases to dead
@@ -77,7 +80,10 @@ impl Sql {
     }
 }
 
-/// Step 1. A slot looks free when no live lease of the snapshot holds it
+/// Step 1. No slot is taken when the snapshot has nothing the claim could
+/// take (no ready row, no lapsed lease): the caller then skips step 2 (the
+/// ready row is probed in the ready index's order, so by that index). A
+/// slot looks free when no live lease of the snapshot holds it
 /// (a lapsed one may be reclaimed); the lock is tried only on those, in
 /// the order from the worker's start (`CASE` so the probe runs before the
 /// lock; the `LIMIT` stops the scan, and so the locking, at `$4` slots;
@@ -93,7 +99,11 @@ fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
            AND deadline >= (SELECT t FROM n) AND slot IS NOT NULL), \
          got AS MATERIALIZED (SELECT k FROM ( \
              SELECT (abs(hashtext($3::text)::bigint) + g) % ww AS k \
-             FROM (SELECT generate_series(0, w.w - 1) AS g, w.w AS ww FROM w) s) c \
+             FROM (SELECT generate_series(0, w.w - 1) AS g, w.w AS ww FROM w \
+               WHERE (SELECT id FROM {s}.jobs WHERE queue = $2::text AND state = 'pending' \
+                   AND run_at <= (SELECT t FROM n) ORDER BY priority DESC, run_at, id LIMIT 1) IS NOT NULL \
+                 OR EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+                   AND deadline < (SELECT t FROM n))) s) c \
            WHERE CASE WHEN c.k NOT IN (SELECT slot FROM live) \
              THEN pg_try_advisory_xact_lock(hashtextextended('{key}' || c.k::text || ':' || $2::text, 0)) \
              ELSE false END \
@@ -231,9 +241,11 @@ pub(crate) enum SlotClaim {
     Exclusive,
 }
 
-/// The slot claim in one round trip and one transaction, pipelined on one
-/// connection: BEGIN, the ack of `done` (a Worker's finished job, whose
-/// slot the claim may then take), [`Sql::take`], [`Sql::claim`], COMMIT.
+/// The slot claim in one transaction on one connection: BEGIN, the ack of
+/// `done` (a Worker's finished job, whose slot the claim may then take) and
+/// [`Sql::take`] pipelined; then, only if it took a slot, [`Sql::claim`]
+/// and COMMIT pipelined (else COMMIT alone): a second round trip where there
+/// is something to claim, instead of a claim statement where there is not.
 /// If any of them fails the transaction rolls back and nothing lands, the
 /// ack included, and the error is returned (as the unlimited ack-and-claim).
 ///
@@ -272,20 +284,48 @@ pub(crate) fn claim(
                 None => Ok(0),
             }
         };
-        let (begin, acked, take, rows, commit) = tokio::join!(
+        let (begin, acked, take) = tokio::join!(
             cx.client.batch_execute(if done.is_some() { BEGIN_QUIET } else { BEGIN_ASYNC }),
             acked,
             cx.query_one(&sql.take, &take_params),
-            cx.query(&sql.claim, &claim_params),
-            cx.client.batch_execute("COMMIT"),
         );
-        begin.map_err(|e| pg_error(&e))?;
-        let (acked, _, rows) = (acked?, take?, rows?);
-        commit.map_err(|e| pg_error(&e))?;
-        let found = if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
-            SlotClaim::Exclusive
-        } else {
-            SlotClaim::Jobs(rows.iter().map(claimed).collect::<Result<Vec<_>>>()?)
+        let held = (|| {
+            begin.map_err(|e| pg_error(&e))?;
+            let acked = acked?;
+            let held: String = take?.try_get(0).map_err(|e| pg_error(&e))?;
+            Ok((acked, held))
+        })();
+        let (acked, held) = match held {
+            Ok(held) => held,
+            Err(e) => {
+                // Nothing lands: the ack rolls back with the rest.
+                cx.client.batch_execute("ROLLBACK").await.map_err(|e| pg_error(&e))?;
+                return Err(e);
+            }
+        };
+        // Step 2 only for slots taken: with none (nothing to claim, or every
+        // slot busy) it would claim nothing, and a queue not for slots goes
+        // to the exclusive claim.
+        let found = match held_slots(&held) {
+            None => {
+                commit(cx).await?;
+                SlotClaim::Exclusive
+            }
+            Some(false) => {
+                commit(cx).await?;
+                SlotClaim::Jobs(Vec::new())
+            }
+            Some(true) => {
+                let (rows, commit) =
+                    tokio::join!(cx.query(&sql.claim, &claim_params), cx.client.batch_execute("COMMIT"));
+                let rows = rows?;
+                commit.map_err(|e| pg_error(&e))?;
+                if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+                    SlotClaim::Exclusive
+                } else {
+                    SlotClaim::Jobs(rows.iter().map(claimed).collect::<Result<Vec<_>>>()?)
+                }
+            }
         };
         // The freed slot is taken only by a claim of its own queue that got a job.
         let taken = |job: &Claimed| job.queue == queue && matches!(&found, SlotClaim::Jobs(jobs) if !jobs.is_empty());
@@ -294,6 +334,20 @@ pub(crate) fn claim(
         }
         Ok((acked, found))
     })
+}
+
+/// What [`Sql::take`] put in [`HELD`]: `None` when the queue is not for
+/// slots (`-`), else whether it holds any slot (`W:k1,k2,…`, or `W:`).
+fn held_slots(held: &str) -> Option<bool> {
+    if held == "-" {
+        return None;
+    }
+    Some(held.split_once(':').is_some_and(|(_, slots)| !slots.is_empty()))
+}
+
+/// COMMIT of a slot claim's transaction.
+async fn commit(cx: &crate::conn::Ctx<'_>) -> Result<()> {
+    cx.client.batch_execute("COMMIT").await.map_err(|e| pg_error(&e))
 }
 
 /// The transaction-local setting under which `slot_freed` sends nothing
@@ -325,6 +379,14 @@ const BEGIN_ASYNC: &str = "BEGIN; SET LOCAL synchronous_commit = off; SET LOCAL 
 mod tests {
     use crate::ops::Statements;
     use crate::testing::{Fixture, TestResult};
+
+    #[test]
+    fn held_slots_reads_what_take_set() {
+        assert_eq!(super::held_slots("-"), None);
+        assert_eq!(super::held_slots("8:"), Some(false));
+        assert_eq!(super::held_slots("8:3"), Some(true));
+        assert_eq!(super::held_slots("8:3,5"), Some(true));
+    }
 
     /// Every slot statement reaches the queue's rows through the partial
     /// indexes (ready rows by `jobs_ready`, processing rows by
