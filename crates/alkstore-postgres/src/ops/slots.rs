@@ -388,6 +388,47 @@ mod tests {
         assert_eq!(super::held_slots("8:3,5"), Some(true));
     }
 
+    /// The take statement locks no slot while the queue holds nothing a
+    /// claim could take (the caller then sends no claim statement): none
+    /// for an empty queue or a job not yet due; slots for a ready job, and
+    /// for a lapsed lease alone (its reclaim, or its burial, needs one).
+    #[test]
+    fn take_holds_no_slot_without_a_ready_row_or_a_lapsed_lease() -> TestResult {
+        let Some(fx) = Fixture::new()? else { return Ok(()) };
+        let s = crate::ops::quote_ident(&fx.schema);
+        let sql = Statements::new(&fx.schema);
+        fx.batch(&format!(
+            "INSERT INTO {s}.limits (queue, concurrency) VALUES ('lq', 4); \
+             PREPARE take(bigint, text, text, bigint) AS {}",
+            sql.slots.take
+        ))?;
+        let held = || -> Result<Vec<String>, Box<dyn std::error::Error>> {
+            fx.batch("BEGIN")?;
+            let held = fx.lines("EXECUTE take(0, 'lq', 'w', 2)");
+            fx.batch("ROLLBACK")?;
+            held
+        };
+        let job = |id: i64, state: &str, run_at: &str, deadline: &str| {
+            fx.batch(&format!(
+                "INSERT INTO {s}.jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+                   visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline, slot) OVERRIDING SYSTEM VALUE \
+                 VALUES ({id}, 'lq', '{state}', '{{}}', 0, 1, 3, 1, 30, 5, 0, {run_at}, {deadline}, \
+                   CASE WHEN '{state}' = 'processing' THEN 0 END)"
+            ))
+        };
+        assert_eq!(held()?, ["4:"], "an empty queue");
+        job(1, "pending", "extract(epoch FROM now())::bigint + 3600", "NULL")?;
+        assert_eq!(held()?, ["4:"], "a job due in an hour");
+        job(2, "processing", "0", "extract(epoch FROM now())::bigint - 60")?;
+        let lapsed = held()?;
+        assert!(lapsed.len() == 1 && lapsed[0].len() > "4:".len(), "a lapsed lease: {lapsed:?}");
+        fx.batch(&format!("DELETE FROM {s}.jobs WHERE id = 2"))?;
+        job(3, "pending", "0", "NULL")?;
+        let ready = held()?;
+        assert!(ready.len() == 1 && ready[0].split(':').nth(1).is_some_and(|k| k.split(',').count() == 2), "{ready:?}");
+        Ok(())
+    }
+
     /// Every slot statement reaches the queue's rows through the partial
     /// indexes (ready rows by `jobs_ready`, processing rows by
     /// `jobs_leased`), with custom and generic plans; never a sequential
