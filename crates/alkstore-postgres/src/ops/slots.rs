@@ -298,8 +298,10 @@ pub(crate) fn claim(
         let (acked, held) = match held {
             Ok(held) => held,
             Err(e) => {
-                // Nothing lands: the ack rolls back with the rest.
-                cx.client.batch_execute("ROLLBACK").await.map_err(|e| pg_error(&e))?;
+                // Nothing lands: the ack rolls back with the rest. The first
+                // error is the caller's; a failed ROLLBACK leaves a connection
+                // the pool discards.
+                let _ = cx.client.batch_execute("ROLLBACK").await;
                 return Err(e);
             }
         };
