@@ -28,6 +28,21 @@ pub(crate) fn null_row() -> String {
     vec!["NULL"; CLAIMED_COLS.split(',').count()].join(", ")
 }
 
+/// Whether a claim's rows are its marker row (a NULL id) rather than jobs.
+pub(crate) fn is_marker(rows: &[tokio_postgres::Row]) -> bool {
+    rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None)))
+}
+
+/// Whether queue `$2` has a lapsed lease at `n.t`: the probe that sends a
+/// one-job claim to the full claim, and lets a slot claim take a slot with
+/// nothing ready (its reclaim or burial needs one). By `jobs_leased`.
+pub(crate) fn lapsed_lease(s: &str) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+           AND deadline < (SELECT t FROM n))"
+    )
+}
+
 /// The claim statements of one store, schema-qualified.
 #[derive(Debug, Clone)]
 pub(crate) struct Sql {
@@ -134,10 +149,10 @@ fn claim_sql(s: &str, limit: &str) -> String {
 /// nothing for the full statement to do either.
 fn fast_sql(s: &str) -> String {
     let nulls = null_row();
+    let lapsed = lapsed_lease(s);
     format!(
         "{NOW}, \
-         g AS MATERIALIZED (SELECT EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
-             AND deadline < (SELECT t FROM n)) \
+         g AS MATERIALIZED (SELECT {lapsed} \
            OR EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text) AS other), \
          claimed AS ( \
            UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
@@ -179,7 +194,7 @@ pub(crate) async fn claim(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) 
 /// limits), and the full claim must run.
 async fn claim_fast(cx: &Ctx<'_>, queue: &str, worker_id: &str) -> Result<Option<Found>> {
     let rows = cx.query(&cx.sql.claim.fast, &[&cx.offset, &queue, &worker_id]).await?;
-    if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+    if is_marker(&rows) {
         return Ok(None);
     }
     rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(|jobs| Some(Found::Jobs(jobs)))
@@ -193,7 +208,7 @@ async fn claim_full(cx: &Ctx<'_>, queue: &str, worker_id: &str, n: usize) -> Res
         let limit = i64::try_from(n).unwrap_or(i64::MAX);
         cx.query(&cx.sql.claim.many, &[&cx.offset, &queue, &worker_id, &limit]).await?
     };
-    if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+    if is_marker(&rows) {
         return Ok(Found::Limited);
     }
     rows.iter().map(claimed).collect::<Result<Vec<_>>>().map(Found::Jobs)

@@ -288,7 +288,7 @@ pub(crate) fn claim_flight(
             exhaust?;
             let rows = rows?;
             commit.map_err(|e| crate::error::pg_error(&e))?;
-            if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+            if super::claim::is_marker(&rows) {
                 return Ok(None);
             }
             Ok(Some(rows.iter().map(claimed).collect::<Result<Vec<_>>>()?))

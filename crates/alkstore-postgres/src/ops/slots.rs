@@ -90,6 +90,7 @@ impl Sql {
 /// the series is in the select list, so it yields one number at a time
 /// where in `FROM` it would be built whole first).
 fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
+    let lapsed = super::claim::lapsed_lease(s);
     format!(
         "{NOW}, \
          shared AS MATERIALIZED (SELECT pg_advisory_xact_lock_shared(hashtextextended('{queue_key}' || $2::text, 0))::text), \
@@ -102,8 +103,7 @@ fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
              FROM (SELECT generate_series(0, w.w - 1) AS g, w.w AS ww FROM w \
                WHERE (SELECT id FROM {s}.jobs WHERE queue = $2::text AND state = 'pending' \
                    AND run_at <= (SELECT t FROM n) ORDER BY priority DESC, run_at, id LIMIT 1) IS NOT NULL \
-                 OR EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
-                   AND deadline < (SELECT t FROM n))) s) c \
+                 OR {lapsed}) s) c \
            WHERE CASE WHEN c.k NOT IN (SELECT slot FROM live) \
              THEN pg_try_advisory_xact_lock(hashtextextended('{key}' || c.k::text || ':' || $2::text, 0)) \
              ELSE false END \
@@ -322,7 +322,7 @@ pub(crate) fn claim(
                     tokio::join!(cx.query(&sql.claim, &claim_params), cx.client.batch_execute("COMMIT"));
                 let rows = rows?;
                 commit.map_err(|e| pg_error(&e))?;
-                if rows.first().is_some_and(|r| matches!(r.try_get::<_, Option<i64>>(0), Ok(None))) {
+                if super::claim::is_marker(&rows) {
                     SlotClaim::Exclusive
                 } else {
                     SlotClaim::Jobs(rows.iter().map(claimed).collect::<Result<Vec<_>>>()?)
