@@ -25,6 +25,21 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0016 gave Postgres the sole child and the dead row's trigger; its
+    # functions (link, parent_left, ack_flow) are replaced again when the
+    # store migrates, and 0012's undo drops them.
+    16: {
+        "sqlite": [],
+        "postgres": [
+            "DROP TRIGGER dead_parent_died ON __alkstore_dead",
+            "DROP FUNCTION __alkstore_parent_died()",
+            "DROP TRIGGER jobs_parent_left ON __alkstore_jobs",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN sole_child",
+            "CREATE TRIGGER jobs_parent_left AFTER DELETE ON __alkstore_jobs FOR EACH ROW"
+            " WHEN (OLD.has_children) EXECUTE FUNCTION __alkstore_parent_left()",
+            "DROP FUNCTION __alkstore_settle_children",
+        ],
+    },
     # 0015 moved the bodies of 0014's SQLite triggers a level down (the
     # triggers keep their names; a rewind to 14 leaves them out until the
     # store is migrated again).

@@ -24,6 +24,8 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_plain_ack_of_a_batch_with_workflow_jobs_settles_each, a_parent_expired_without_retention_still_kills,
     cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
     a_foreign_enqueue_links_its_parents, the_workers_ack_with_a_result_and_its_next_claim_are_one_step,
+    a_child_linked_while_its_parent_runs_counts_on_its_ack, a_redriven_parent_s_ack_counts_once,
+    a_running_parent_s_expiry_kills_its_one_child,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -487,5 +489,51 @@ pub fn the_workers_ack_with_a_result_and_its_next_claim_are_one_step<H: Harness>
     assert!(landed, "a plain job's ack with a result lands (the result is dropped)");
     assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), vec![plain]);
     assert!(s.result(d)?.is_none());
+    Ok(())
+}
+
+/// A parent already claimed when its children are linked: the ack settles
+/// one child (Postgres: the ack statement's own decrement) and several alike.
+pub fn a_child_linked_while_its_parent_runs_counts_on_its_ack<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put("p", &opts(), "a")?;
+    let ha = db.take("p", "w")?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    assert_eq!(db.store.ack(None, &[&ha])?, 1);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending));
+    let b = db.put("p", &opts(), "b")?;
+    let hb = db.take("p", "w")?;
+    let d = db.put_job("c", &opts(), child("d", &[b], OnFailure::Cancel))?;
+    let e = db.put_job("c", &opts(), child("e", &[b], OnFailure::Cancel))?;
+    assert_eq!(db.store.ack(None, &[&hb])?, 1);
+    assert_eq!((state(db, "c", d)?, state(db, "c", e)?), (Some(JobState::Pending), Some(JobState::Pending)));
+    Ok(())
+}
+
+/// A parent that died (its child counting the death, `run`) and was
+/// redriven is not counted a second time by its ack.
+pub fn a_redriven_parent_s_ack_counts_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let b = db.put("p2", &opts(), "b")?;
+    let c = db.put_job("c", &opts(), child("c", &[a, b], OnFailure::Run))?;
+    let ha = db.take("p", "w")?;
+    assert!(s.fail(None, &ha, "once")?);
+    assert_eq!(s.requeue_dead(None, "p", Some(&[a]), 10)?, vec![a]);
+    assert_eq!(run_one(db, "p")?, a);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "a settled once, at its death; b is left");
+    assert_eq!(run_one(db, "p2")?, b);
+    assert_eq!(state(db, "c", c)?, Some(JobState::Pending));
+    Ok(())
+}
+
+/// A claimed parent of one child expires: its death kills the child.
+pub fn a_running_parent_s_expiry_kills_its_one_child<H: Harness>(db: &Db<H>) -> TestResult {
+    let a = db.put_job("p", &opts(), NewJob { expires_s: Some(10), ..job("a") })?;
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    let ha = db.take("p", "w")?;
+    db.clock(11)?;
+    assert_eq!(db.store.sweep_expired("p")?.expired, 1);
+    assert_eq!(db.store.ack(None, &[&ha])?, 0, "the expired row is gone");
+    assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} died: expired").as_str()));
     Ok(())
 }

@@ -6,7 +6,9 @@
 //! release at an ack, the failure at a death or a cancel — is migration
 //! 0012's `parent_left` trigger: it fires on every path that removes a row,
 //! so no death path (the claim's exhaustion among them) needs a statement
-//! of its own. The link and the workflow ack are 0012's functions
+//! of its own. One exception (migration 0016): a parent with one child is
+//! acked without it, the ack statement counting the child down itself, and
+//! its death is seen by the trigger on the dead row's insert. The link and the workflow ack are 0012's functions
 //! `link(...)` and `ack_flow(...)`, so the SQL enqueue function shares the
 //! link, and an ack is one statement.
 
