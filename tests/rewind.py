@@ -29,7 +29,17 @@ UNDO: dict[int, dict[str, list[str]]] = {
     # functions (link, parent_left, ack_flow) are replaced again when the
     # store migrates, and 0012's undo drops them.
     16: {
-        "sqlite": [],
+        # The triggers naming sole_child go before it (SQLite refuses to drop
+        # a column a trigger names); 0013's link and 0014's dispatch come
+        # back when the store migrates again.
+        "sqlite": [
+            "DROP TRIGGER __alkstore_dead_parent_died",
+            "DROP TRIGGER __alkstore_jobs_sole_acked",
+            "DROP VIEW __alkstore_sole_acked",
+            "DROP TRIGGER __alkstore_jobs_link",
+            "DROP TRIGGER __alkstore_jobs_left",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN sole_child",
+        ],
         "postgres": [
             "DROP TRIGGER dead_parent_died ON __alkstore_dead",
             "DROP FUNCTION __alkstore_parent_died()",
@@ -61,7 +71,7 @@ UNDO: dict[int, dict[str, list[str]]] = {
     # a Postgres function that 0012's undo drops.
     14: {
         "sqlite": [
-            "DROP TRIGGER __alkstore_jobs_left",
+            "DROP TRIGGER IF EXISTS __alkstore_jobs_left",
             "DROP TRIGGER IF EXISTS __alkstore_jobs_child_released",
             "DROP VIEW __alkstore_job_left",
             "DROP VIEW __alkstore_job_failed",
@@ -70,7 +80,7 @@ UNDO: dict[int, dict[str, list[str]]] = {
         "postgres": [],
     },
     13: {
-        "sqlite": ["DROP TRIGGER __alkstore_jobs_link", "DROP VIEW __alkstore_jobs_linked"],
+        "sqlite": ["DROP TRIGGER IF EXISTS __alkstore_jobs_link", "DROP VIEW __alkstore_jobs_linked"],
         "postgres": [],
     },
     12: {

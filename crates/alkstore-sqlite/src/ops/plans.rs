@@ -227,8 +227,11 @@ fn workflow_plans_seek_by_key() -> Result<()> {
     const LINK_EDGES: &str = "INSERT INTO __alkstore_edges (parent_id, child_id, settled) \
          SELECT p.value, ?1, NOT EXISTS (SELECT 1 FROM __alkstore_jobs j WHERE j.id = p.value) \
          FROM json_each(?2) AS p WHERE true ON CONFLICT DO NOTHING";
-    const LINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1 \
-         WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) AND has_children = 0";
+    // Migration 0016's form: the first child is the sole one, a second none.
+    const LINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1, \
+         sole_child = CASE WHEN has_children = 0 THEN ?1 END \
+         WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) \
+         AND (has_children = 0 OR sole_child <> ?1)";
     const LINK_CHILD: &str = "UPDATE __alkstore_jobs \
          SET parents_left = (SELECT count(*) FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0), \
          state = CASE WHEN EXISTS (SELECT 1 FROM __alkstore_edges WHERE child_id = ?1 AND settled = 0) \
@@ -246,6 +249,11 @@ fn workflow_plans_seek_by_key() -> Result<()> {
          AND +state = 'waiting' \
          AND NOT EXISTS (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0 \
            AND child_id > __alkstore_jobs.id)";
+    // Migration 0016's decrement of a sole child, and the clearing of a dying
+    // parent's sole child, by key.
+    const SETTLE_SOLE: &str = "UPDATE __alkstore_jobs SET parents_left = parents_left - 1 \
+         WHERE id = ?1 AND +state = 'waiting'";
+    const UNSOLE: &str = "UPDATE __alkstore_jobs SET sole_child = NULL WHERE id = ?1 AND sole_child IS NOT NULL";
     // Migration 0014's release, by the decremented child's primary key.
     const RELEASE: &str = "UPDATE __alkstore_jobs SET state = 'pending' WHERE id = ?1";
     for analyze in [false, true] {
@@ -268,6 +276,8 @@ fn workflow_plans_seek_by_key() -> Result<()> {
             RELINK_CHILDREN,
             SETTLE,
             SETTLE_ONE,
+            SETTLE_SOLE,
+            UNSOLE,
             RELEASE,
         ] {
             let lines = plan(&conn, sql)?;

@@ -8,7 +8,9 @@
 //! 0012's triggers: they fire on every path that removes a row, so no death
 //! path (the claim's exhaustion step among them) needs a statement of its
 //! own. A delete that is not a move to dead and not a cancel (which marks
-//! its row 'cancelled' first) is an ack.
+//! its row 'cancelled' first) is an ack. A processing parent with one child
+//! (`sole_child`, migration 0016) has a trigger of its own, which counts
+//! that child down by key; a move to dead clears `sole_child` first.
 
 use alkstore_core::rules::workflows::{highest_parent, never_issued};
 use alkstore_core::{Claimed, JobEdges, JobResult, NewJob, Result, Tx, WorkflowOps};
