@@ -25,6 +25,7 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    17: {"sqlite": [], "postgres": ["DROP FUNCTION __alkstore_sole_acked"]},
     # 0016 gave Postgres the sole child and the dead row's trigger; its
     # functions (link, parent_left, ack_flow) are replaced again when the
     # store migrates, and 0012's undo drops them.

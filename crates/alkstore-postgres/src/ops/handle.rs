@@ -23,8 +23,8 @@ const VALID: &str = "id = $2::bigint AND state = 'processing' AND worker_id = $3
 /// rows. A parent's children are settled by migration 0012's trigger, whose
 /// `WHEN has_children` a plain job fails, so a plain ack never reads the
 /// edges, except a parent's one child, which the ack itself counts down
-/// ([`settle_sole`], migration 0016); a job keeping its result goes on to
-/// the workflow ack ([`super::workflows`]).
+/// (migrations 0016 and 0017); a job keeping its result goes on to the
+/// workflow ack ([`super::workflows`]).
 const PLAIN: &str = "keep_result_s IS NULL";
 
 /// The handle statements of one store, schema-qualified.
@@ -53,29 +53,25 @@ impl Sql {
         let notify = format!("pg_notify('{channel}', queue)");
         let freed = super::slot_freed(s, channel, "queue");
         let into_dead = into_dead(s);
+        // A deleted row's sole child (migration 0016) counted down, and
+        // released and woken at zero, by migration 0017's function: the
+        // trigger leaves these parents to the ack, so every statement that
+        // acks must carry this. Evaluated for each deleted row; a plain job
+        // (no sole child) calls nothing.
+        let sole = format!("CASE WHEN sole_child IS NOT NULL THEN {s}.sole_acked(sole_child) END");
         Sql {
-            ack_one: format!(
-                "{NOW}, a AS (DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} RETURNING {freed} AS freed, sole_child), \
-                 {settle} SELECT freed FROM a",
-                settle = settle_sole(s, channel, "SELECT a.sole_child AS id, 1 AS n FROM a"),
-            ),
+            ack_one: format!("{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} RETURNING {freed}, {sole}"),
             ack_drop_result: format!(
                 "{NOW} DELETE FROM {s}.jobs WHERE {VALID} AND {PLAIN} AND NOT has_children RETURNING {freed}"
             ),
             // Duplicate handles in one batch join the same row; DELETE counts it once.
             ack_many: format!(
-                "{NOW}, a AS (DELETE FROM {s}.jobs j \
+                "{NOW} DELETE FROM {s}.jobs j \
                  USING unnest($2::bigint[], $3::text[], $4::bigint[]) AS h(id, worker_id, claim_token) \
                  WHERE j.id = h.id AND j.state = 'processing' AND j.worker_id = h.worker_id \
                    AND j.claim_token = h.claim_token AND j.deadline >= (SELECT t FROM n) \
                    AND j.keep_result_s IS NULL \
-                 RETURNING j.id, {freed} AS freed, j.sole_child), \
-                 {settle} SELECT id, freed FROM a",
-                settle = settle_sole(
-                    s,
-                    channel,
-                    "SELECT a.sole_child AS id, count(*) AS n FROM a WHERE a.sole_child IS NOT NULL GROUP BY a.sole_child"
-                ),
+                 RETURNING j.id, {freed}, {sole}"
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
             // are cleared, claimed_at stays as the last claim's time, and the
@@ -105,23 +101,6 @@ impl Sql {
             ),
         }
     }
-}
-
-/// The CTE `r` of an ack statement whose CTE `a` deleted acked rows: each
-/// sole child (migration 0016) of `acked`'s rows (`id`, and `n`, how many of
-/// them name it) counts `n` parents fewer, released to 'pending' at zero and
-/// woken. Migration 0016's trigger leaves these parents to the ack, so
-/// every statement that acks must carry this. A data-modifying CTE runs to
-/// completion unread, so the wake in its RETURNING is sent. For a plain job
-/// (no sole child) it is one probe of the primary key with NULL.
-fn settle_sole(s: &str, channel: &str, acked: &str) -> String {
-    format!(
-        "r AS (UPDATE {s}.jobs c \
-           SET parents_left = c.parents_left - x.n, \
-               state = CASE WHEN c.parents_left = x.n THEN 'pending' ELSE 'waiting' END \
-         FROM ({acked}) x WHERE c.id = x.id AND c.state = 'waiting' \
-         RETURNING CASE WHEN c.parents_left = 0 THEN pg_notify('{channel}', c.queue) END)"
-    )
 }
 
 /// Deletes every valid plain handle in one statement; each handle it left
