@@ -25,6 +25,19 @@ _WORKFLOW_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0018 put SQLite's ready, leased and waiting rows in one index; the
+    # three partial indexes come back (0012's undo drops the waiting one).
+    18: {
+        "sqlite": [
+            "DROP INDEX __alkstore_jobs_ready",
+            "CREATE INDEX __alkstore_jobs_ready ON __alkstore_jobs (queue, priority DESC, run_at, id)"
+            " WHERE state = 'pending'",
+            "CREATE INDEX __alkstore_jobs_leased ON __alkstore_jobs (queue, deadline)"
+            " WHERE state = 'processing'",
+            "CREATE INDEX __alkstore_jobs_waiting ON __alkstore_jobs (queue) WHERE state = 'waiting'",
+        ],
+        "postgres": [],
+    },
     17: {"sqlite": [], "postgres": ["DROP FUNCTION __alkstore_sole_acked"]},
     # 0016 gave Postgres the sole child and the dead row's trigger; its
     # functions (link, parent_left, ack_flow) are replaced again when the

@@ -37,6 +37,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("migrations/0015_fan_in_frames.sql")),
     (16, include_str!("migrations/0016_sole_child.sql")),
     (17, include_str!("migrations/0017_sole_acked_function.sql")),
+    (18, include_str!("migrations/0018_live_index.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

@@ -12,6 +12,8 @@
 //! Where this engine goes beyond the letter of ADR 0001 (behaviour unchanged):
 //! - index names carry the `__alkstore_` prefix (`__alkstore_jobs_ready`, …):
 //!   SQLite index names are file-wide and the caller's tables share the file;
+//! - one index, `__alkstore_jobs_ready`, holds the ready and the leased rows
+//!   (migration 0018): a claim and its ack write two index pages, not three;
 //! - the claim has a single-statement fast path used while the queue has no
 //!   lapsed lease (see `ops/claim.rs`), and the full ADR sequence otherwise;
 //! - a dead row stores `state = 'dead'`; every other column is copied as is;

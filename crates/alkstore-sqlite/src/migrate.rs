@@ -28,6 +28,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (15, include_str!("migrations/0015_fan_in_frames.sql")),
     (16, include_str!("migrations/0016_sole_child.sql")),
     (17, include_str!("migrations/0017_sole_acked_function.sql")),
+    (18, include_str!("migrations/0018_live_index.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A
@@ -165,6 +166,31 @@ mod tests {
             .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
             .db()?;
         assert_eq!(rows, vec![(1, None, None, Some(150)), (2, Some("w".into()), Some(180), Some(150))]);
+        assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
+        Ok(())
+    }
+
+    /// A file of schema version 17 whose pending row holds a lease (no path
+    /// of this build leaves one, but 0018's ready scans seek `deadline IS
+    /// NULL`, so such a row would never be claimed): 0018 clears it, and the
+    /// claim takes the row.
+    #[test]
+    fn version_17_pending_rows_lose_a_stale_lease_and_stay_claimable() -> Result<()> {
+        let conn = Connection::open_in_memory().db()?;
+        conn.execute_batch(CREATE_META).db()?;
+        for (_, sql) in &MIGRATIONS[..17] {
+            conn.execute_batch(sql).db()?;
+        }
+        conn.execute(WRITE_VERSION, ["17"]).db()?;
+        conn.execute_batch(
+            "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
+             (1, 'q', 'pending', '{}', 0, 1, 3, 1, 30, 5, 100, 0, 150, 180, 'w');",
+        )
+        .db()?;
+        migrate(&conn)?;
+        let claimed = crate::ops::claim::claim(&conn, 0, "q", "w2", 1)?;
+        assert_eq!(claimed.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1]);
         assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
         Ok(())
     }

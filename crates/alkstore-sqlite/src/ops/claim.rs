@@ -23,7 +23,7 @@ use crate::error::DbResult;
 use crate::rows;
 
 /// Lapsed leases whose budget is spent: the exhaustion-by-reclaim predicate
-/// (a seek on `__alkstore_jobs_leased`). `?1` queue, `?2` now.
+/// (a seek on the processing run of `__alkstore_jobs_ready`, migration 0018). `?1` queue, `?2` now.
 macro_rules! exhausted {
     () => {
         "queue = ?1 AND state = 'processing' AND deadline < ?2 AND attempts >= max_attempts"
@@ -81,7 +81,7 @@ macro_rules! claim_returning {
 
 /// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
 /// (every lapsed lease), both unexpired, updated in one statement. Each
-/// candidate scan walks its partial index. Lapsed leases are not limited by
+/// candidate scan walks its run of the live index (migration 0018). Lapsed leases are not limited by
 /// deadline: the claim order is priority first, so any of them may be the
 /// best. This path only runs while some lease has lapsed (the fast path
 /// below handles the rest), and its cost grows with the number of lapsed
@@ -97,7 +97,7 @@ WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-WHERE queue = ?1 AND state = 'pending' AND run_at <= ?3 \
+WHERE queue = ?1 AND state = 'pending' AND deadline IS NULL AND run_at <= ?3 \
 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY priority DESC, run_at, id LIMIT ?4) \
 UNION ALL \
@@ -129,7 +129,7 @@ macro_rules! claim_set_sql_now {
 macro_rules! ready_ids_sql_now {
     () => {
         "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-         WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+         WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND deadline IS NULL AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
          ORDER BY priority DESC, run_at, id LIMIT "
     };
 }

@@ -35,7 +35,8 @@ fn populated(analyze: bool) -> Result<Connection> {
         conn.execute(
             "INSERT INTO __alkstore_jobs (queue, state, payload, priority, attempts, max_attempts, \
              claim_token, visibility_timeout_s, backoff_base_s, enqueued_at, run_at, deadline, expires_at) \
-             VALUES (?1, ?2, '{}', 0, 0, 3, 0, 30, 5, 0, ?3, ?3, CASE WHEN ?3 % 7 = 0 THEN ?3 END)",
+             VALUES (?1, ?2, '{}', 0, 0, 3, 0, 30, 5, 0, ?3, CASE WHEN ?2 = 'processing' THEN ?3 END, \
+             CASE WHEN ?3 % 7 = 0 THEN ?3 END)",
             params![format!("q{}", i % 4), state, i],
         )
         .db()?;
@@ -73,26 +74,33 @@ fn assert_never_reprepared(conn: &Connection, what: &str, sql: &str, params: &[r
     Ok(())
 }
 
-/// Both claim candidate scans seek their partial index in its own order:
+/// Both claim candidate scans seek their run of the live index (0018) in its own order:
 /// no full scan and no sort of the jobs table; the one sort is the final
 /// merge of the ready candidates and the lapsed leases; the pause check is a
 /// primary-key probe. Checked with and without ANALYZE
 /// statistics (a real store never runs ANALYZE).
 #[test]
-fn claim_plan_uses_the_partial_indexes() -> Result<()> {
+fn claim_plan_seeks_both_runs_of_the_live_index() -> Result<()> {
     for analyze in [false, true] {
         let conn = populated(analyze)?;
         let lines = plan(&conn, CLAIM)?;
         let text = lines.join("\n");
-        assert!(text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
         assert!(
-            text.contains("SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"),
+            text.contains(
+                "SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline=?)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "SEARCH __alkstore_jobs USING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline<?)"
+            ),
             "{text}"
         );
         assert_no_table_scan("claim", &lines);
         let sorts: Vec<usize> =
             lines.iter().enumerate().filter(|(_, l)| l.contains("TEMP B-TREE")).map(|(i, _)| i).collect();
-        let leased = lines.iter().position(|l| l.contains("__alkstore_jobs_leased")).unwrap_or(usize::MAX);
+        let leased = lines.iter().position(|l| l.contains("deadline<?")).unwrap_or(usize::MAX);
         assert!(
             sorts.len() == 1 && sorts[0] > leased,
             "the only sort must be the final candidate merge, after both scans:\n{text}"
@@ -102,24 +110,31 @@ fn claim_plan_uses_the_partial_indexes() -> Result<()> {
     Ok(())
 }
 
-/// The fast-path claim statements seek the ready index in order and
-/// guard on a seek of the leased index: no scan, no sort.
+/// The fast-path claim statements seek the pending run of the live index in
+/// claim order and guard on a seek of its processing run: no scan, no sort.
 #[test]
-fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
+fn fast_claim_plans_seek_the_live_index() -> Result<()> {
     for analyze in [false, true] {
         let conn = populated(analyze)?;
         for sql in [CLAIM_READY, CLAIM_READY_ONE, &claim_ready_n(128)] {
             let lines = plan(&conn, sql)?;
             let text = lines.join("\n");
-            assert!(text.contains("USING COVERING INDEX __alkstore_jobs_leased (queue=? AND deadline<?)"), "{text}");
-            assert!(text.contains("USING INDEX __alkstore_jobs_ready (queue=?)"), "{text}");
+            assert!(
+                text.contains("USING COVERING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline<?)"),
+                "{text}"
+            );
+            assert!(text.contains("USING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline=?)"), "{text}");
             assert!(text.contains("SEARCH __alkstore_paused USING PRIMARY KEY (queue=?)"), "{text}");
             assert_no_table_scan("fast claim", &lines);
             assert!(!text.contains("TEMP B-TREE"), "{text}");
         }
     }
     let lines = plan(&populated(false)?, HAS_LAPSED)?;
-    assert!(lines.iter().any(|l| l.contains("COVERING INDEX __alkstore_jobs_leased")), "{}", lines.join("\n"));
+    assert!(
+        lines.iter().any(|l| l.contains("COVERING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline<?)")),
+        "{}",
+        lines.join("\n")
+    );
     Ok(())
 }
 
@@ -128,14 +143,13 @@ fn fast_claim_plans_use_the_partial_indexes() -> Result<()> {
 fn maintenance_plans_use_their_indexes() -> Result<()> {
     let conn = populated(false)?;
     let cases = [
-        (EXHAUST_MOVE, "__alkstore_jobs_leased"),
-        (EXHAUST_DELETE, "__alkstore_jobs_leased"),
+        (EXHAUST_MOVE, "__alkstore_jobs_ready (queue=? AND state=? AND deadline<?)"),
+        (EXHAUST_DELETE, "__alkstore_jobs_ready (queue=? AND state=? AND deadline<?)"),
         (SWEEP_MOVE, "__alkstore_jobs_expiring"),
         (SWEEP_DELETE, "__alkstore_jobs_expiring"),
         (PURGE, "__alkstore_dead_purge"),
         (DEAD_JOBS, "__alkstore_dead_queue"),
-        (STATS, "COVERING INDEX __alkstore_jobs_ready"),
-        (STATS, "COVERING INDEX __alkstore_jobs_leased"),
+        (STATS, "COVERING INDEX __alkstore_jobs_ready (queue=? AND state=?)"),
         (STATS, "COVERING INDEX __alkstore_dead_queue"),
     ];
     for (sql, index) in cases {
@@ -209,7 +223,10 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
     }
     let lines = plan(&conn, LIMITED)?;
     assert_no_table_scan("limited claim", &lines);
-    assert!(lines.iter().any(|l| l.contains("USING INDEX __alkstore_jobs_ready (queue=?)")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("USING INDEX __alkstore_jobs_ready (queue=? AND state=? AND deadline=?)")),
+        "{lines:?}"
+    );
     Ok(())
 }
 
@@ -291,7 +308,11 @@ fn workflow_plans_seek_by_key() -> Result<()> {
         let lines = plan(&conn, PURGE_RESULTS)?;
         assert!(lines.iter().any(|l| l.contains("__alkstore_results_expiring")), "{}", lines.join("\n"));
         let lines = plan(&conn, STATS)?;
-        assert!(lines.iter().any(|l| l.contains("__alkstore_jobs_waiting")), "{}", lines.join("\n"));
+        assert!(
+            lines.iter().any(|l| l.contains("__alkstore_jobs_ready (queue=? AND state=?)")),
+            "{}",
+            lines.join("\n")
+        );
     }
     Ok(())
 }
