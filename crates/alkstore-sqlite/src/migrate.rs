@@ -143,16 +143,23 @@ mod tests {
     /// id, worker_id, deadline, claimed_at.
     type LeaseRow = (i64, Option<String>, Option<i64>, Option<i64>);
 
+    /// A file as the build of schema `version` left it: its migrations and
+    /// its version row.
+    fn file_of_version(version: usize) -> Result<Connection> {
+        let conn = Connection::open_in_memory().db()?;
+        conn.execute_batch(CREATE_META).db()?;
+        for (_, sql) in &MIGRATIONS[..version] {
+            conn.execute_batch(sql).db()?;
+        }
+        conn.execute(WRITE_VERSION, [version.to_string()]).db()?;
+        Ok(conn)
+    }
+
     /// A file of schema version 2, as that build made it: its migrations,
     /// its version row, and a pending row its retry left holding a lease.
     #[test]
     fn version_2_pending_rows_lose_their_stale_lease() -> Result<()> {
-        let conn = Connection::open_in_memory().db()?;
-        conn.execute_batch(CREATE_META).db()?;
-        for (_, sql) in &MIGRATIONS[..2] {
-            conn.execute_batch(sql).db()?;
-        }
-        conn.execute(WRITE_VERSION, ["2"]).db()?;
+        let conn = file_of_version(2)?;
         conn.execute_batch(
             "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
@@ -176,12 +183,7 @@ mod tests {
     /// claim takes the row.
     #[test]
     fn version_17_pending_rows_lose_a_stale_lease_and_stay_claimable() -> Result<()> {
-        let conn = Connection::open_in_memory().db()?;
-        conn.execute_batch(CREATE_META).db()?;
-        for (_, sql) in &MIGRATIONS[..17] {
-            conn.execute_batch(sql).db()?;
-        }
-        conn.execute(WRITE_VERSION, ["17"]).db()?;
+        let conn = file_of_version(17)?;
         conn.execute_batch(
             "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
              visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
