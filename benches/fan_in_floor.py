@@ -3,7 +3,7 @@
     python benches/fan_in_floor.py [-n 3000] [--rounds 3]
 
 Bare ``sqlite3``, no alkstore: a table shaped like alkstore's live jobs
-(the same columns that matter, a ready and a leased partial index), WAL and
+(the same columns that matter, and its one index of live rows, migration 0018), WAL and
 ``synchronous=NORMAL`` as alkstore sets them. N plain rows and N parent rows
 of one waiting child, deleted in turn, one autocommit DELETE each, in the
 order ``benches/workflows.py`` uses; a parent's DELETE fires a trigger that
@@ -35,8 +35,8 @@ def one_round(n: int) -> tuple[float, float]:
         "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT, state TEXT, payload TEXT, priority INT, "
         "run_at INT, deadline INT, worker TEXT, token INT, parents_left INT, sole INT)"
     )
-    db.execute("CREATE INDEX jobs_ready ON jobs (queue, priority, run_at, id) WHERE state = 'pending'")
-    db.execute("CREATE INDEX jobs_leased ON jobs (queue, deadline) WHERE state = 'processing'")
+    # alkstore's live index (migration 0018): pending, processing and waiting rows.
+    db.execute("CREATE INDEX jobs_live ON jobs (queue, state DESC, deadline, priority DESC, run_at, id)")
     db.execute(
         "CREATE TRIGGER jobs_parent_acked AFTER DELETE ON jobs WHEN OLD.sole IS NOT NULL "
         "BEGIN UPDATE jobs SET parents_left = parents_left - 1 WHERE id = OLD.sole; END"
