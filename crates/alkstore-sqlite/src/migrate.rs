@@ -197,6 +197,29 @@ mod tests {
         Ok(())
     }
 
+    /// 0018 keeps the name `__alkstore_jobs_ready` so that a process of the
+    /// previous version, still open on the file when a newer one migrates
+    /// it, keeps claiming: its ready scan (0017's text, which names the
+    /// index in `INDEXED BY` and has no `deadline IS NULL`) still prepares
+    /// against the new index and takes the job.
+    #[test]
+    fn the_previous_version_s_claim_still_runs_on_a_migrated_file() -> Result<()> {
+        use crate::ops::claim::CLAIM_READY_ONE;
+        let conn = Connection::open_in_memory().db()?;
+        migrate(&conn)?;
+        conn.execute_batch(
+            "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
+             visibility_timeout_s, backoff_base_s, enqueued_at, run_at) VALUES \
+             (1, 'q', 'pending', '{}', 0, 0, 3, 0, 30, 5, 0, 0);",
+        )
+        .db()?;
+        let previous = CLAIM_READY_ONE.replace(" AND deadline IS NULL", "");
+        assert_ne!(previous, CLAIM_READY_ONE);
+        let id: i64 = conn.query_row(&previous, rusqlite::params!["q", "old", 0], |r| r.get(0)).db()?;
+        assert_eq!(id, 1);
+        Ok(())
+    }
+
     #[test]
     fn migrating_twice_is_a_no_op() -> Result<()> {
         let conn = Connection::open_in_memory().db()?;
