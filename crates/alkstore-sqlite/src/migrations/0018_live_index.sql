@@ -1,4 +1,4 @@
--- 0018: one index holds a queue's pending and processing rows (ADR 0030).
+-- 0018: one index holds a queue's pending and processing rows (ADR 0033).
 --
 -- Up to 0017 a claim moved its row from the ready index to the leased index,
 -- and the ack took it out of the leased one: three index pages written per

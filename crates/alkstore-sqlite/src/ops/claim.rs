@@ -23,7 +23,8 @@ use crate::error::DbResult;
 use crate::rows;
 
 /// Lapsed leases whose budget is spent: the exhaustion-by-reclaim predicate
-/// (a seek on the processing run of `__alkstore_jobs_ready`, migration 0018). `?1` queue, `?2` now.
+/// (a seek on the processing run of `__alkstore_jobs_ready`, migration
+/// 0018). `?1` queue, `?2` now.
 macro_rules! exhausted {
     () => {
         "queue = ?1 AND state = 'processing' AND deadline < ?2 AND attempts >= max_attempts"
@@ -81,9 +82,9 @@ macro_rules! claim_returning {
 
 /// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
 /// (every lapsed lease), both unexpired, updated in one statement. Each
-/// candidate scan walks its run of the live index (migration 0018). Lapsed leases are not limited by
-/// deadline: the claim order is priority first, so any of them may be the
-/// best. This path only runs while some lease has lapsed (the fast path
+/// candidate scan walks its run of the live index (migration 0018). Lapsed
+/// leases are not limited by deadline: the claim order is priority first, so
+/// any of them may be the best. This path only runs while some lease has lapsed (the fast path
 /// below handles the rest), and its cost grows with the number of lapsed
 /// leases, never with the backlog. `?1` queue, `?2` worker, `?3` now, `?4` n.
 /// `INDEXED BY` pins the ready scan so no statistics can ever turn it into
@@ -97,7 +98,9 @@ WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-WHERE queue = ?1 AND state = 'pending' AND deadline IS NULL AND run_at <= ?3 \
+WHERE queue = ?1 AND ",
+    pending_run!(),
+    " AND run_at <= ?3 \
 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY priority DESC, run_at, id LIMIT ?4) \
 UNION ALL \
@@ -128,9 +131,12 @@ macro_rules! claim_set_sql_now {
 /// re-plan lets ANALYZE statistics never mislead it.
 macro_rules! ready_ids_sql_now {
     () => {
-        "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-         WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND deadline IS NULL AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
-         ORDER BY priority DESC, run_at, id LIMIT "
+        concat!(
+            "SELECT id FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready WHERE queue = CAST(?1 AS TEXT) AND ",
+            pending_run!(),
+            " AND run_at <= unixepoch() + ?3 AND (expires_at IS NULL OR expires_at > unixepoch() + ?3) \
+             ORDER BY priority DESC, run_at, id LIMIT "
+        )
     };
 }
 

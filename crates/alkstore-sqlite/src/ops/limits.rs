@@ -66,8 +66,11 @@ AND l.at > ?2 - m.rate_period_s";
 
 /// Whether the first `?3` ready rows of `?1` at `?2` are all there are (a
 /// limited claim that found too few looks further only when they are not).
-pub(crate) const READY_BEYOND: &str = "SELECT count(*) FROM (SELECT 1 FROM __alkstore_jobs \
-INDEXED BY __alkstore_jobs_ready WHERE queue = ?1 AND state = 'pending' AND deadline IS NULL AND run_at <= ?2 LIMIT ?3 + 1)";
+pub(crate) const READY_BEYOND: &str = concat!(
+    "SELECT count(*) FROM (SELECT 1 FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready WHERE queue = ?1 AND ",
+    pending_run!(),
+    " AND run_at <= ?2 LIMIT ?3 + 1)"
+);
 
 /// The limited claim: the best `?4` (total budget) of every lapsed lease and
 /// the best `?5` (fresh budget) ready rows among the first `?6` whose group
@@ -96,7 +99,9 @@ SELECT c.id, c.priority, c.run_at FROM (\
 SELECT id, priority, run_at, group_key, \
 row_number() OVER (PARTITION BY group_key ORDER BY priority DESC, run_at, id) AS nth FROM (\
 SELECT id, priority, run_at, group_key FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \
-WHERE queue = CAST(?1 AS TEXT) AND state = 'pending' AND deadline IS NULL AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
+WHERE queue = CAST(?1 AS TEXT) AND ",
+    pending_run!(),
+    " AND run_at <= ?3 AND (expires_at IS NULL OR expires_at > ?3) \
 ORDER BY priority DESC, run_at, id LIMIT 0 + ?6)) c \
 WHERE ?7 IS NULL OR c.group_key IS NULL OR c.nth + (SELECT count(*) FROM __alkstore_jobs p \
 INDEXED BY __alkstore_jobs_group_running WHERE p.queue = ?1 AND p.group_key = c.group_key \

@@ -29,7 +29,20 @@
 //! of its concept, and the same in the Postgres engine (docs/architecture.md).
 
 // The move to dead, shared by the claim (exhaustion), the handle ops (fail,
-// retry at budget) and the sweep. Defined before the modules that use it.
+// retry at budget) and the sweep, and the pending run of the live index,
+// shared by every ready scan. Defined before the modules that use them.
+
+/// A queue's ready rows as the live index (`__alkstore_jobs_ready`,
+/// migration 0018, ADR 0033) holds them: pending rows hold no lease (SPEC
+/// §4.4), so `deadline IS NULL` completes the equality prefix and the scan
+/// reads the run in claim order (priority DESC, run_at, id) without a sort.
+/// Every path to pending must leave the deadline NULL, or the row is never
+/// claimed.
+macro_rules! pending_run {
+    () => {
+        "state = 'pending' AND deadline IS NULL"
+    };
+}
 
 /// The columns a move to dead copies; the SELECT side is `live_to_dead!`.
 macro_rules! insert_dead {

@@ -71,20 +71,24 @@ WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?2) AS r";
 /// The earliest future `run_at` of a pending row, or the second the earliest
 /// unexpired lease becomes reclaimable (`deadline + 1`: claimable once
 /// `deadline < now`), of one queue. Lapsed leases are left out: they are
-/// claimable already, or expired and waiting for a sweep. The lease side is a seek on the processing
-/// run of `jobs_ready`; the run_at side walks its pending run (ordered by
-/// priority first, so it cannot seek), which is why the core rate-limits
+/// claimable already, or expired and waiting for a sweep. The lease side is
+/// a seek on the processing run of `jobs_ready`; the run_at side walks its
+/// pending run (ordered by priority first, so it cannot seek), which is why the core rate-limits
 /// this query. A dedicated run_at index would answer it with a seek but
 /// cost every enqueue and claim one more page write (measured: half the
 /// per-op enqueue rate).
 /// Aggregate `min` over a union, because scalar `min(a, b)` is NULL when
 /// either side is.
-pub(crate) const NEXT_WAKE: &str = "SELECT min(t) FROM (
+pub(crate) const NEXT_WAKE: &str = concat!(
+    "SELECT min(t) FROM (
        SELECT min(run_at) AS t FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready
-        WHERE queue = ?1 AND state = 'pending' AND deadline IS NULL AND run_at > ?2
+        WHERE queue = ?1 AND ",
+    pending_run!(),
+    " AND run_at > ?2
        UNION ALL
        SELECT min(deadline) + 1 FROM __alkstore_jobs
-        WHERE queue = ?1 AND state = 'processing' AND deadline >= ?2)";
+        WHERE queue = ?1 AND state = 'processing' AND deadline >= ?2)"
+);
 
 /// A live or dead row of `queue`.
 pub(crate) fn get_job(conn: &Connection, queue: &str, id: i64) -> Result<Option<Job>> {
