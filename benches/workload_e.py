@@ -41,7 +41,8 @@ client's CPU-seconds per 1,000 jobs: the producer's and consumers' own
 (/proc/PID/stat), which other load on the machine does not inflate. A peer
 that is missing or fails prints one line saying why; the others still run.
 ``--rounds R`` runs every width R times, the kinds in turn each round, and
-ends with the median ``alkstore-tasks`` / ``alkstore`` ratios.
+ends with the median of each kind's per-round ratios to ``raw`` and of the
+``alkstore-tasks`` / ``alkstore`` ratios.
 """
 
 from __future__ import annotations
@@ -638,6 +639,8 @@ def main() -> None:
     )
     # (engine, width, kind) -> the kind / alkstore ratios of rate, CPU and client CPU, per round
     task_ratios: dict[tuple[str, int, str], list[tuple[float, float, float]]] = {}
+    # (engine, width, kind) -> its ratios to ``raw`` of rate, CPU and client CPU, per round
+    floor_ratios: dict[tuple[str, int, str], list[tuple[float, float, float]]] = {}
     for engine in args.engines.split(","):
         for width in [int(w) for w in args.widths.split(",")]:
             for _ in range(args.rounds):
@@ -658,6 +661,9 @@ def main() -> None:
                         print(f"E  {engine:9s} {width:5d}  {kind:16s} unavailable: {exc}", flush=True)
                         continue
                     floor = floor or (rate, cpu, client)
+                    if kind != "raw":
+                        to_floor = (rate / floor[0], cpu / floor[1], client / floor[2])
+                        floor_ratios.setdefault((engine, width, kind), []).append(to_floor)
                     vs = ""
                     if kind == "alkstore":
                         plain = (rate, cpu, client)
@@ -671,16 +677,18 @@ def main() -> None:
                         f"  {client:15.3f}  {client / floor[2]:4.2f}x{vs}",
                         flush=True,
                     )
-    for (engine, width, kind), ratios in task_ratios.items():
-        cols = [("rate", [r[0] for r in ratios]), ("CPU", [r[1] for r in ratios])]
-        cols.append(("client CPU", [r[2] for r in ratios]))
-        medians = ", ".join(
-            f"{name} {statistics.median(v):4.2f}x ({min(v):4.2f}-{max(v):4.2f})" for name, v in cols
-        )
-        print(
-            f"E  {engine:9s} {width:5d}  {kind} / alkstore, medians over {len(ratios)} round(s): " + medians,
-            flush=True,
-        )
+    for against, table in (("raw", floor_ratios), ("alkstore", task_ratios)):
+        for (engine, width, kind), ratios in table.items():
+            print(f"E  {engine:9s} {width:5d}  {kind} / {against}, " + medians(ratios), flush=True)
+
+
+def medians(ratios: list[tuple[float, float, float]]) -> str:
+    """The median (min-max) of each column of per-round ratios: rate, CPU, client CPU."""
+    cols = zip(("rate", "CPU", "client CPU"), zip(*ratios, strict=True), strict=True)
+    shown = ", ".join(
+        f"{name} {statistics.median(v):4.2f}x ({min(v):4.2f}-{max(v):4.2f})" for name, v in cols
+    )
+    return f"medians over {len(ratios)} round(s): {shown}"
 
 
 if __name__ == "__main__":

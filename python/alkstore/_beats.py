@@ -53,7 +53,10 @@ def may_hold(job: JobHandle, beat: Entry | None) -> bool:
 
 class _Beats:
     def __init__(self) -> None:
-        self._cond = threading.Condition()
+        # Critical sections enter the lock itself: a Condition's
+        # __enter__/__exit__ are Python calls, and add/remove run per job.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._heap: list[Entry] = []
         self._seq = itertools.count()
         self._thread: threading.Thread | None = None
@@ -66,7 +69,8 @@ class _Beats:
     def reset_in_child(self) -> None:
         """After fork: the parent's jobs are not the child's to keep alive,
         its thread did not come along, and its lock may have been held."""
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._heap = []
         self._thread = None
         self._dead = 0
@@ -87,7 +91,7 @@ class _Beats:
         )
 
     def _push(self, entry: Entry, after: float) -> Entry:
-        with self._cond:
+        with self._lock:
             heapq.heappush(self._heap, entry)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="alkstore-heartbeat", daemon=True)
@@ -102,7 +106,7 @@ class _Beats:
 
     def remove(self, entry: Entry) -> None:
         # A beat already on its way only renews a lease the outcome ends.
-        with self._cond:
+        with self._lock:
             entry[_LIVE] = False
             entry[_JOB] = None  # a dead entry may wait long for compaction: not with the job
             entry[_ON_GONE] = entry[_ON_DUE] = None
@@ -117,7 +121,7 @@ class _Beats:
     def _next_due(self) -> tuple[Entry, JobHandle | None, Callable[[], object] | None]:
         """Waits for the next live entry to fall due and takes it off the heap."""
         idle = False  # the last look found nothing registered
-        with self._cond:
+        with self._lock:
             while True:
                 while self._heap and not self._heap[0][_LIVE]:
                     heapq.heappop(self._heap)
@@ -160,7 +164,7 @@ class _Beats:
                     self._refused(entry, job)
             if alive and entry[_LIVE]:
                 entry[_DUE] = time.monotonic() + entry[_EVERY]
-                with self._cond:
+                with self._lock:
                     heapq.heappush(self._heap, entry)
 
     @staticmethod

@@ -41,6 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import CancelledError
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
@@ -88,7 +89,7 @@ class Handler:
     route: Callable[[JobHandle], Route] | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _InFlight:
     job: JobHandle
     span: Processing | None = None  # with telemetry on: ended where the outcome is counted
@@ -144,19 +145,22 @@ async def _call_async(fn: Callable[[Any, JobHandle], Awaitable[Any]], job: JobHa
         raise
 
 
+#: The tally name of each runner outcome but a retry (see ``_kind``).
+_KINDS = {
+    "acked": "acked",
+    "retried": "retried",
+    "failed": "dead",
+    "released": "released",
+    "snoozed": "snoozed",
+    "cancelled": "cancelled",
+}
+
+
 def _kind(outcome: _runner.Outcome, job: JobHandle) -> str:
     """The tally name of a runner outcome; a retry on the last attempt went dead."""
     if outcome == "retried" and job.attempts >= job.max_attempts:
         return "dead"
-    kinds = {
-        "acked": "acked",
-        "retried": "retried",
-        "failed": "dead",
-        "released": "released",
-        "snoozed": "snoozed",
-        "cancelled": "cancelled",
-    }
-    return kinds.get(outcome, "lost")
+    return _KINDS.get(outcome, "lost")
 
 
 class Run:
@@ -182,7 +186,10 @@ class Run:
         self._telemetry = telemetry
         self._hurry = False
         self._round: StopToken | None = None
-        self._cond = threading.Condition()  # guards _inflight
+        # Guards _inflight. Critical sections enter the lock itself: a
+        # Condition's __enter__/__exit__ are Python calls, ten per job here.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._inflight: dict[int, _InFlight] = {}
         self._seq = itertools.count()
         self._turn = itertools.count()  # where a handler thread's next claim starts
@@ -226,11 +233,11 @@ class Run:
                 failures = 0
 
     def _free(self) -> int:
-        with self._cond:
+        with self._lock:
             return self._concurrency - len(self._inflight)
 
     def _wait_for_slot(self) -> bool:
-        with self._cond:
+        with self._lock:
             while len(self._inflight) >= self._concurrency and not self.halt.stopped:
                 if self._closed():  # every slot busy: no claim would meet the closed store
                     raise StoreClosed("the store is closed")
@@ -318,7 +325,7 @@ class Run:
         # Opened before the slot is taken, so a drain that finds the job in
         # flight always finds its span too.
         span = None if telemetry is None else telemetry.start(job)
-        with self._cond:
+        with self._lock:
             if replacing is not None:
                 self._inflight.pop(replacing, None)
             run = not self.halt.stopped and len(self._inflight) < self._concurrency
@@ -329,13 +336,16 @@ class Run:
             elif replacing is not None:
                 self._cond.notify_all()  # the slot is free after all: the claimer and the drain look
         if not run:
+            if replacing is not None:
+                self._tally.finished()  # the finished job's count, which nothing takes over
             landed = self._release(job)
             if landed:
                 self._tally.add("released")
             if span is not None:
                 span.end("released" if landed else "lost")
             return
-        self._tally.started()
+        if replacing is None:
+            self._tally.started()  # a job replacing another takes over its in-flight count
         fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else h.route(job)
         fut: Pending[_runner.Outcome]
         retried = self._tally.settle_retried
@@ -356,10 +366,9 @@ class Run:
             ack = self._ack_then_claim(rec)
             late = None if timeout is None else (lambda outcome: self._timed_out(seq, rec, outcome))
             if span is None:
+                # partial, not lambda: two Python frames fewer per job.
                 call = pool.submit(
-                    lambda: _runner.run_sync(
-                        job, lambda j: _call_sync(fn, j), ack, retried, timeout, late, True
-                    )
+                    partial(_runner.run_sync, job, partial(_call_sync, fn), ack, retried, timeout, late, True)
                 )
             else:
                 call = pool.submit(
@@ -369,7 +378,7 @@ class Run:
                 )
             fut = call
         rec.future = fut
-        fut.add_done_callback(lambda f: self._done(seq, rec, f, h))
+        fut.add_done_callback(partial(self._done, seq, rec, h))
 
     def _executor(self, is_async: bool) -> Any:
         """The event loop or the thread pool, made on first use."""
@@ -387,7 +396,7 @@ class Run:
         it and free its slot now; its thread runs on, abandoned (its outcome
         lands nowhere), and the pool may start another meanwhile."""
         kind = _kind(outcome, rec.job)
-        with self._cond:
+        with self._lock:
             if rec.finished or rec.settled or rec.releasing:
                 return
             self._tally.add(kind)
@@ -400,7 +409,7 @@ class Run:
         if self._pool is not None and isinstance(rec.future, Call):
             self._pool.abandon(rec.future)
 
-    def _done(self, seq: int, rec: _InFlight, fut: Pending[_runner.Outcome], h: Handler) -> None:
+    def _done(self, seq: int, rec: _InFlight, h: Handler, fut: Pending[_runner.Outcome]) -> None:
         kind: str | None
         try:
             kind = _kind(fut.result(), rec.job)
@@ -408,7 +417,7 @@ class Run:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:
             kind = self._after_crash(rec.job, exc)
-        with self._cond:
+        with self._lock:
             rec.finished = True
             abandoned = rec.abandoned
         if abandoned:
@@ -422,7 +431,7 @@ class Run:
         if nxt is None and not h.is_async and not self.halt.stopped:
             nxt = self._next_ready(rec.tried)
         counted: str | None = None
-        with self._cond:
+        with self._lock:
             rec.outcome = kind
             if kind is not None and not rec.releasing and not rec.settled:
                 self._tally.add(kind)
@@ -431,7 +440,8 @@ class Run:
             if nxt is None:
                 self._inflight.pop(seq, None)
                 self._cond.notify_all()
-        self._tally.finished()
+        if nxt is None:
+            self._tally.finished()  # else the next job takes over its count with its slot
         if counted is not None and rec.span is not None:
             rec.span.end(counted)  # the drain let go of it after _end_span looked
         if nxt is not None:
@@ -487,7 +497,7 @@ class Run:
         slot (so the drain waits for the span), outside the lock (an exporter
         may be slow). A job the drain is releasing is the drain's to count."""
         assert rec.span is not None
-        with self._cond:
+        with self._lock:
             if kind is None or rec.releasing or rec.settled:
                 return
             rec.outcome = kind
@@ -527,7 +537,7 @@ class Run:
         With ``closed`` (the store was closed) nothing can land: skip to the end.
         """
         deadline = time.monotonic() + self._grace_s
-        with self._cond:
+        with self._lock:
             while self._inflight and not closed and not self._hurry:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -540,7 +550,7 @@ class Run:
         for rec in stuck:
             landed = not closed and self._release(rec.job)
             counted: str | None = None
-            with self._cond:
+            with self._lock:
                 rec.releasing = False
                 if landed:
                     counted = "released"

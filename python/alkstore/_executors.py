@@ -50,9 +50,11 @@ class Call(Generic[T]):
 
     __slots__ = ("_abandoned", "_callback", "_error", "_fn", "_lock", "_state", "_value")
 
-    def __init__(self, fn: Callable[[], T]) -> None:
+    def __init__(self, fn: Callable[[], T], lock: threading.Lock | None = None) -> None:
         self._fn = fn
-        self._lock = threading.Lock()
+        # Its pool's lock, shared by every call on it (the sections it guards
+        # are a few assignments): not one lock made per job.
+        self._lock = threading.Lock() if lock is None else lock
         self._state = _PENDING
         self._value: T | None = None
         self._error: BaseException | None = None
@@ -142,12 +144,13 @@ class ThreadPool:
         self._name = name
         self._work: queue.SimpleQueue[Call[Any] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
+        self._calls = threading.Lock()  # every Call's (see Call.__init__)
         self._threads = 0
         self._idle = 0
 
     def submit(self, fn: Callable[[], T]) -> Call[T]:
         """Runs ``fn`` on a pool thread; its result or exception lands in the call."""
-        call = Call(fn)
+        call = Call(fn, self._calls)
         with self._lock:
             grow = self._idle == 0 and self._threads < self._size
             if grow:
