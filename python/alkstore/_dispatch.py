@@ -363,7 +363,7 @@ class Run:
                 )
         else:
             pool = self._pool or self._executor(False)
-            ack = self._ack_then_claim(rec)
+            ack: _runner.Ack = partial(self._ack_then_claim, rec)
             late = None if timeout is None else (lambda outcome: self._timed_out(seq, rec, outcome))
             if span is None:
                 # partial, not lambda: two Python frames fewer per job.
@@ -412,7 +412,8 @@ class Run:
     def _done(self, seq: int, rec: _InFlight, h: Handler, fut: Pending[_runner.Outcome]) -> None:
         kind: str | None
         try:
-            kind = _kind(fut.result(), rec.job)
+            outcome = fut.result()
+            kind = "acked" if outcome == "acked" else _kind(outcome, rec.job)
         except CancelledError:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:
@@ -447,30 +448,27 @@ class Run:
         if nxt is not None:
             self._start(*nxt, replacing=seq)
 
-    def _ack_then_claim(self, rec: _InFlight) -> _runner.Ack:
-        """The ack of ``rec``'s job for its runner: with it, in one
-        transaction, the claim of the next job from the next queue in turn
-        (one commit per job instead of two, ADR 0022)."""
-
-        def ack(job: JobHandle, result: Any) -> bool | None:
-            if self.halt.stopped or job.cancel_requested:
-                return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
-            h = self._handlers[next(self._turn) % len(self._handlers)]
-            try:
-                if result is None:
-                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
-                else:
-                    landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1, result=result)
-            except (AlkstoreError, TypeError, ValueError):
-                # It rolled back (or the result is past the payload bound): the
-                # plain ack tries again, and raises or drops the result if it must.
-                return None
-            rec.tried = h
-            if jobs:
-                rec.next = (h, jobs[0])
-            return landed
-
-        return ack
+    def _ack_then_claim(self, rec: _InFlight, job: JobHandle, result: Any) -> bool | None:
+        """The ack of ``rec``'s job for its runner (``partial(self._ack_then_claim,
+        rec)`` is the runner's ``Ack``): with it, in one transaction, the claim
+        of the next job from the next queue in turn (one commit per job
+        instead of two, ADR 0022)."""
+        if self.halt.stopped or job.cancel_requested:
+            return None  # a plain ack: nothing more is claimed (nor by a timed-out thread)
+        h = self._handlers[next(self._turn) % len(self._handlers)]
+        try:
+            if result is None:
+                landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
+            else:
+                landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1, result=result)
+        except (AlkstoreError, TypeError, ValueError):
+            # It rolled back (or the result is past the payload bound): the
+            # plain ack tries again, and raises or drops the result if it must.
+            return None
+        rec.tried = h
+        if jobs:
+            rec.next = (h, jobs[0])
+        return landed
 
     def _next_ready(self, tried: Handler | None = None) -> tuple[Handler, JobHandle] | None:
         """One ready job, trying each queue once from the next in turn, except
