@@ -119,3 +119,42 @@ def test_a_finished_call_keeps_neither_its_function_nor_its_callback() -> None:
         assert ref() is None, "freed by reference counting alone, with no collection"
     finally:
         gc.enable()
+
+
+def test_a_hand_off_runs_next_on_the_thread_that_made_it() -> None:
+    # A finished job's successor (submit(here=True) from a call on a pool
+    # thread) runs on that thread after the call returns, even while other
+    # threads of the pool wait on the shared queue; from any other thread
+    # `here` is ignored and the call goes through the shared queue.
+    pool = ThreadPool(4, "t-here")
+    ran: dict[str, str] = {}
+    early: list[bool] = []
+    done = threading.Event()
+    warm = threading.Barrier(4)
+
+    def idle() -> None:  # make the pool's other threads exist, then wait on the queue
+        warm.wait(5)
+
+    for _ in range(3):
+        pool.submit(idle)
+    warm.wait(5)
+
+    def second() -> None:
+        ran["second"] = threading.current_thread().name
+        done.set()
+
+    def first() -> None:
+        ran["first"] = threading.current_thread().name
+        pool.submit(second, here=True)
+        # Through the shared queue, one of the three idle threads would run
+        # it at once; handed here, it cannot start before this returns.
+        early.append(done.wait(0.3))
+
+    outside = threading.Event()
+    pool.submit(outside.set, here=True)
+    assert outside.wait(5), "from outside the pool, `here` still runs it on a pool thread"
+    pool.submit(first)
+    assert done.wait(5)
+    pool.shutdown()
+    assert early == [False], "the hand-off waited for the call that made it"
+    assert ran["second"] == ran["first"], ran

@@ -363,18 +363,24 @@ class Run:
                 )
         else:
             pool = self._pool or self._executor(False)
+            # A finished job's hand-off (see _done) runs on the thread that finished it.
+            here = replacing is not None
             ack: _runner.Ack = partial(self._ack_then_claim, rec)
             late = None if timeout is None else (lambda outcome: self._timed_out(seq, rec, outcome))
             if span is None:
                 # partial, not lambda: two Python frames fewer per job.
                 call = pool.submit(
-                    partial(_runner.run_sync, job, partial(_call_sync, fn), ack, retried, timeout, late, True)
+                    partial(
+                        _runner.run_sync, job, partial(_call_sync, fn), ack, retried, timeout, late, True
+                    ),
+                    here,
                 )
             else:
                 call = pool.submit(
                     lambda: _runner.run_sync(
                         job, lambda j: span.run(lambda: _call_sync(fn, j)), ack, retried, timeout, late, True
-                    )
+                    ),
+                    here,
                 )
             fut = call
         rec.future = fut

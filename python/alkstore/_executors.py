@@ -145,12 +145,29 @@ class ThreadPool:
         self._work: queue.SimpleQueue[Call[Any] | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._calls = threading.Lock()  # every Call's (see Call.__init__)
+        # Per pool thread: ``serving``, and ``call``, the one handed to it to run next (``submit``).
+        self._mine = threading.local()
         self._threads = 0
         self._idle = 0
 
-    def submit(self, fn: Callable[[], T]) -> Call[T]:
-        """Runs ``fn`` on a pool thread; its result or exception lands in the call."""
+    def submit(self, fn: Callable[[], T], here: bool = False) -> Call[T]:
+        """Runs ``fn`` on a pool thread; its result or exception lands in the call.
+
+        ``here``: submitted by a call running on one of this pool's threads
+        (a finished job's hand-off to the next, ``alkstore._dispatch``), it
+        runs on that thread once the current call returns, not through the
+        shared queue: that thread is awake, and waking another one to take
+        it cost a GIL hand-over and a wasted wake-up per job."""
         call = Call(fn, self._calls)
+        mine = self._mine
+        if here and getattr(mine, "serving", False) and mine.call is None:
+            mine.call = call
+            return call
+        self._share(call)
+        return call
+
+    def _share(self, call: Call[Any]) -> None:
+        """Puts ``call`` on the shared queue, starting a thread if none waits."""
         with self._lock:
             grow = self._idle == 0 and self._threads < self._size
             if grow:
@@ -160,7 +177,6 @@ class ThreadPool:
         if grow:
             threading.Thread(target=self._serve, name=f"{self._name}-{self._threads}", daemon=True).start()
         self._work.put(call)
-        return call
 
     def abandon(self, call: Call[Any]) -> None:
         """``call`` runs on past its job's timeout and nobody waits for it:
@@ -171,17 +187,28 @@ class ThreadPool:
                 self._size += 1
 
     def _serve(self) -> None:
+        mine = self._mine
+        mine.serving = True
+        mine.call = None
         while True:
-            item = self._work.get()
+            item: Call[Any] | None = mine.call
             if item is None:
-                return
+                item = self._work.get()
+                if item is None:
+                    return
+            else:
+                mine.call = None  # handed here by the call before it: this thread never idled
             if item.run():
                 with self._lock:  # an abandoned call: its extra place goes with its thread
                     self._size -= 1
                     self._threads -= 1
+                handed, mine.call = mine.call, None
+                if handed is not None:  # not expected of an abandoned call, but never dropped
+                    self._share(handed)
                 return
-            with self._lock:
-                self._idle += 1
+            if mine.call is None:
+                with self._lock:
+                    self._idle += 1
 
     def shutdown(self) -> None:
         """Ends idle threads now and busy ones after their current item; never waits."""
