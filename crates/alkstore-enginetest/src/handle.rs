@@ -17,7 +17,7 @@ macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; ha
     retry_goes_back_to_pending_then_dead_at_budget, retry_delay_is_explicit_or_the_core_curve,
     fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
     snooze_puts_the_job_back_for_later_without_counting_the_attempt,
-    cancel_then_ack_is_false, ack_batch_counts_only_valid_handles,
+    cancel_then_ack_is_false, ack_batch_counts_only_valid_handles, ack_batch_fences_each_handle_by_its_token,
     handle_lock_and_wait_arguments_are_bounded, ack_then_claim_acks_and_claims_in_one_go,
     ack_then_claim_of_a_stale_handle_still_claims, ack_then_claim_claims_nothing_it_may_not,
 } } } }
@@ -206,6 +206,32 @@ pub fn ack_batch_counts_only_valid_handles<H: Harness>(db: &Db<H>) -> TestResult
     assert_eq!(s.ack(None, &refs)?, 0);
     let st = s.stats("q")?;
     assert_eq!((st.pending, st.scheduled, st.processing, st.dead), (1, 0, 0, 0), "only the released job is left");
+    Ok(())
+}
+
+/// A batch holding a job's stale handle beside its live one, under the same
+/// worker name, acks the live one only; a lapsed handle acks nothing.
+pub fn ack_batch_fences_each_handle_by_its_token<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    s.enqueue(None, "q", &opts(), &[job("0"), job("1")])?;
+    let old = s.claim("q", "w", 2)?;
+    db.clock(31)?;
+    // Same worker name, new claims: only the tokens tell the handles apart.
+    let new = s.claim("q", "w", 2)?;
+    assert_eq!(new.len(), 2);
+    let (new0, new1) = if new[0].id == old[0].id { (&new[0], &new[1]) } else { (&new[1], &new[0]) };
+    assert_eq!((new0.id, new1.id), (old[0].id, old[1].id));
+    // The stale handle of job 0 first: the live one after it must be the one that lands.
+    assert_eq!(s.ack(None, &[&old[0], new0, &old[1]])?, 1);
+    let st = s.stats("q")?;
+    assert_eq!((st.pending, st.processing), (0, 1), "job 1's live lease is untouched");
+    db.clock(31)?;
+    assert_eq!(s.ack(None, &[new1, &old[0]])?, 0, "a lapsed lease acks nothing");
+    assert_eq!(s.stats("q")?.processing, 1, "the lapsed job is still there to reclaim");
+    let again = s.claim("q", "w", 2)?;
+    assert_eq!(again.len(), 1);
+    assert_eq!(s.ack(None, &[&again[0], new1])?, 1);
+    assert_eq!(s.stats("q")?, QueueStats::default());
     Ok(())
 }
 
