@@ -418,8 +418,7 @@ class Run:
     def _done(self, seq: int, rec: _InFlight, h: Handler, fut: Pending[_runner.Outcome]) -> None:
         kind: str | None
         try:
-            outcome = fut.result()
-            kind = "acked" if outcome == "acked" else _kind(outcome, rec.job)
+            kind = _kind(fut.result(), rec.job)
         except CancelledError:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:

@@ -84,11 +84,11 @@ macro_rules! claim_returning {
 /// (every lapsed lease), both unexpired, updated in one statement. Each
 /// candidate scan walks its run of the live index (migration 0018). Lapsed
 /// leases are not limited by deadline: the claim order is priority first, so
-/// any of them may be the best. This path only runs while some lease has lapsed (the fast path
-/// below handles the rest), and its cost grows with the number of lapsed
-/// leases, never with the backlog. `?1` queue, `?2` worker, `?3` now, `?4` n.
-/// `INDEXED BY` pins the ready scan so no statistics can ever turn it into
-/// a scan-and-sort of every ready row.
+/// any of them may be the best. This path only runs while some lease has
+/// lapsed (the fast path below handles the rest), and its cost grows with
+/// the number of lapsed leases, never with the backlog. `?1` queue, `?2`
+/// worker, `?3` now, `?4` n. `INDEXED BY` pins the ready scan so no
+/// statistics can ever turn it into a scan-and-sort of every ready row.
 /// RETURNING order is unspecified: the caller sorts.
 pub(crate) const CLAIM: &str = concat!(
     "\

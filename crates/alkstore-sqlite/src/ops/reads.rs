@@ -73,8 +73,8 @@ WHERE queue = ?1 AND state = 'pending' AND run_at <= unixepoch() + ?2) AS r";
 /// `deadline < now`), of one queue. Lapsed leases are left out: they are
 /// claimable already, or expired and waiting for a sweep. The lease side is
 /// a seek on the processing run of `jobs_ready`; the run_at side walks its
-/// pending run (ordered by priority first, so it cannot seek), which is why the core rate-limits
-/// this query. A dedicated run_at index would answer it with a seek but
+/// pending run (ordered by priority first, so it cannot seek), which is why
+/// the core rate-limits this query. A dedicated run_at index would answer it with a seek but
 /// cost every enqueue and claim one more page write (measured: half the
 /// per-op enqueue rate).
 /// Aggregate `min` over a union, because scalar `min(a, b)` is NULL when
