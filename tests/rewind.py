@@ -7,8 +7,10 @@ store of the previous main). The store must be closed.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Sequence
+from pathlib import Path
 
 from tests.conftest import Target, pg_admin_connect
 
@@ -22,9 +24,45 @@ _WORKFLOW_TRIGGERS = (
     "dead_child_left",
 )
 
+_SQLITE_MIGRATIONS = Path(__file__).parent.parent / "crates" / "alkstore-sqlite" / "src" / "migrations"
+
+
+def _trigger_before(name: str, version: int) -> str:
+    """SQLite trigger `name` as the last migration before `version` defined it."""
+    for path in sorted(_SQLITE_MIGRATIONS.glob("*.sql"), reverse=True):
+        if int(path.name[:4]) >= version:
+            continue
+        found = re.search(rf"CREATE TRIGGER (IF NOT EXISTS )?{name} .*?\nEND;", path.read_text(), re.S)
+        if found:
+            return found.group(0)
+    raise LookupError(f"no migration before {version} defines {name}")
+
+
+#: The SQLite triggers migration 0019 redefined to name the run columns.
+_RUN_TRIGGERS = (
+    "__alkstore_jobs_link",
+    "__alkstore_sole_acked_settle",
+    "__alkstore_job_left_acked",
+    "__alkstore_job_left_failed",
+)
+
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0019 gave SQLite children the run of their parents' ids: the triggers
+    # naming it go before the columns (SQLite refuses to drop a column a
+    # trigger names) and come back as 0016 and 0015 left them, so the undos
+    # below find what they drop.
+    19: {
+        "sqlite": [
+            *(f"DROP TRIGGER {t}" for t in _RUN_TRIGGERS),
+            "DROP VIEW __alkstore_parent_counted",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN parents_lo",
+            "ALTER TABLE __alkstore_jobs DROP COLUMN parents_hi",
+            *(_trigger_before(t, 19) for t in _RUN_TRIGGERS),
+        ],
+        "postgres": [],
+    },
     # 0018 put SQLite's ready, leased and waiting rows in one index; the
     # three partial indexes come back (0012's undo drops the waiting one).
     18: {

@@ -25,7 +25,9 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     cancelling_a_processing_parent_kills_its_children, one_enqueue_many_links_each_job_to_its_own_parents,
     a_foreign_enqueue_links_its_parents, the_workers_ack_with_a_result_and_its_next_claim_are_one_step,
     a_child_linked_while_its_parent_runs_counts_on_its_ack, a_redriven_parent_s_ack_counts_once,
-    a_running_parent_s_expiry_kills_its_one_child,
+    a_running_parent_s_expiry_kills_its_one_child, a_fan_in_is_released_by_its_last_parent_in_any_order,
+    a_parent_given_a_second_child_settles_both, a_cancelled_parent_among_many_settles_a_run_child_once,
+    a_redriven_parent_among_many_is_not_waited_for_again,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -535,5 +537,88 @@ pub fn a_running_parent_s_expiry_kills_its_one_child<H: Harness>(db: &Db<H>) -> 
     assert_eq!(db.store.sweep_expired("p")?.expired, 1);
     assert_eq!(db.store.ack(None, &[&ha])?, 0, "the expired row is gone");
     assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} died: expired").as_str()));
+    Ok(())
+}
+
+/// `n` parents of queue `p` in one call (consecutive ids), and when `gaps`,
+/// a job of another queue enqueued between each two.
+fn parents<H: Harness>(db: &Db<H>, n: usize, gaps: bool) -> TestResult<Vec<i64>> {
+    if !gaps {
+        return Ok(db.store.enqueue(None, "p", &opts(), &vec![job("p"); n])?);
+    }
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(db.put("p", &opts(), "p")?);
+        db.put("other", &opts(), "between")?;
+    }
+    Ok(ids)
+}
+
+/// Thirty parents acked in a scrambled order, enqueued together or with
+/// other jobs between them: the child waits until the thirtieth ack, which
+/// releases it.
+pub fn a_fan_in_is_released_by_its_last_parent_in_any_order<H: Harness>(db: &Db<H>) -> TestResult {
+    for gaps in [false, true] {
+        let ids = parents(db, 30, gaps)?;
+        let c = db.put_job("c", &opts(), child("c", &ids, OnFailure::Cancel))?;
+        let held = db.store.claim("p", "w", 30)?;
+        assert_eq!(held.len(), 30);
+        for (i, k) in (0..30).map(|i| (i * 7) % 30).enumerate() {
+            assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "{} of 30 acked (gaps: {gaps})", i);
+            assert_eq!(db.store.ack(None, &[&held[k]])?, 1);
+        }
+        assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "gaps: {gaps}");
+        assert_eq!(run_one(db, "c")?, c);
+    }
+    Ok(())
+}
+
+/// A parent linked to a second child after the first: its ack settles both,
+/// and the first still waits for the parents it has left.
+pub fn a_parent_given_a_second_child_settles_both<H: Harness>(db: &Db<H>) -> TestResult {
+    let ids = parents(db, 3, false)?;
+    let (a, b, c) = (ids[0], ids[1], ids[2]);
+    let x = db.put_job("c", &opts(), child("x", &[a, b, c], OnFailure::Cancel))?;
+    let y = db.put_job("c", &opts(), child("y", &[b], OnFailure::Cancel))?;
+    let held = db.store.claim("p", "w", 3)?;
+    assert_eq!(db.store.ack(None, &[&held[0]])?, 1);
+    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Waiting), Some(JobState::Waiting)));
+    assert_eq!(db.store.ack(None, &[&held[1]])?, 1);
+    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Waiting), Some(JobState::Pending)));
+    assert_eq!(db.store.ack(None, &[&held[2]])?, 1);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
+    Ok(())
+}
+
+/// The middle one of three parents is cancelled; the `run` child counts it
+/// settled once and is released by the other two's acks, not before.
+pub fn a_cancelled_parent_among_many_settles_a_run_child_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let ids = parents(db, 3, false)?;
+    let x = db.put_job("c", &opts(), child("x", &ids, OnFailure::Run))?;
+    assert!(db.store.cancel(None, "p", ids[1])?);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Waiting));
+    assert_eq!(run_one(db, "p")?, ids[0]);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Waiting), "the third is left");
+    assert_eq!(run_one(db, "p")?, ids[2]);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
+    Ok(())
+}
+
+/// The middle one of three parents dies (`run`: settled) and is redriven:
+/// live again, it is not waited for a second time, so the other two's acks
+/// release the child while it is still queued.
+pub fn a_redriven_parent_among_many_is_not_waited_for_again<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let ids = parents(db, 3, false)?;
+    let x = db.put_job("c", &opts(), child("x", &ids, OnFailure::Run))?;
+    let held = s.claim("p", "w", 3)?;
+    assert!(s.fail(None, &held[1], "once")?);
+    assert_eq!(s.requeue_dead(None, "p", Some(&[ids[1]]), 10)?, vec![ids[1]]);
+    assert_eq!(s.ack(None, &[&held[0]])?, 1);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Waiting), "the third is left");
+    assert_eq!(s.ack(None, &[&held[2]])?, 1);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Pending), "the redriven parent settled at its death");
+    assert_eq!(run_one(db, "p")?, ids[1]);
+    assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
     Ok(())
 }

@@ -38,6 +38,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (16, include_str!("migrations/0016_sole_child.sql")),
     (17, include_str!("migrations/0017_sole_acked_function.sql")),
     (18, include_str!("migrations/0018_live_index.sql")),
+    (19, include_str!("migrations/0019_fan_in_run.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

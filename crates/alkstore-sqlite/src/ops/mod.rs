@@ -79,6 +79,8 @@ pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod completions;
 pub(crate) mod enqueue;
+#[cfg(test)]
+mod fan_in;
 pub(crate) mod handle;
 pub(crate) mod limits;
 pub(crate) mod locks;
