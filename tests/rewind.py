@@ -42,7 +42,6 @@ def _trigger_before(name: str, version: int) -> str:
 _RUN_TRIGGERS = (
     "__alkstore_jobs_link",
     "__alkstore_sole_acked_settle",
-    "__alkstore_job_left_acked",
     "__alkstore_job_left_failed",
 )
 
@@ -51,11 +50,12 @@ _RUN_TRIGGERS = (
 UNDO: dict[int, dict[str, list[str]]] = {
     # 0019 gave SQLite children the run of their parents' ids: the triggers
     # naming it go before the columns (SQLite refuses to drop a column a
-    # trigger names) and come back as 0016 and 0015 left them, so the undos
+    # trigger names) and come back as 0016 and 0014 left them, so the undos
     # below find what they drop.
     19: {
         "sqlite": [
             *(f"DROP TRIGGER {t}" for t in _RUN_TRIGGERS),
+            "DROP TRIGGER __alkstore_jobs_sole_lost",
             "DROP VIEW __alkstore_parent_counted",
             "ALTER TABLE __alkstore_jobs DROP COLUMN parents_lo",
             "ALTER TABLE __alkstore_jobs DROP COLUMN parents_hi",

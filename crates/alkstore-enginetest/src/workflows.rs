@@ -26,7 +26,8 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_foreign_enqueue_links_its_parents, the_workers_ack_with_a_result_and_its_next_claim_are_one_step,
     a_child_linked_while_its_parent_runs_counts_on_its_ack, a_redriven_parent_s_ack_counts_once,
     a_running_parent_s_expiry_kills_its_one_child, a_fan_in_is_released_by_its_last_parent_in_any_order,
-    a_parent_given_a_second_child_settles_both, a_cancelled_parent_among_many_settles_a_run_child_once,
+    a_parent_given_a_second_child_settles_both, a_fan_in_over_a_parent_with_an_earlier_child_is_released_by_its_ack,
+    a_cancelled_parent_among_many_settles_a_run_child_once,
     a_redriven_parent_among_many_is_not_waited_for_again,
 } } } }
 
@@ -574,24 +575,40 @@ pub fn a_fan_in_is_released_by_its_last_parent_in_any_order<H: Harness>(db: &Db<
 }
 
 /// A parent linked to a second child after the first: its ack settles both,
-/// and the first still waits for the parents it has left.
+/// the first child waits for the parents it has left, and is released when
+/// that parent's ack is the last.
 pub fn a_parent_given_a_second_child_settles_both<H: Harness>(db: &Db<H>) -> TestResult {
     let ids = parents(db, 3, false)?;
-    let (a, b, c) = (ids[0], ids[1], ids[2]);
-    let x = db.put_job("c", &opts(), child("x", &[a, b, c], OnFailure::Cancel))?;
-    let y = db.put_job("c", &opts(), child("y", &[b], OnFailure::Cancel))?;
+    let x = db.put_job("c", &opts(), child("x", &ids, OnFailure::Cancel))?;
+    let y = db.put_job("c", &opts(), child("y", &[ids[1]], OnFailure::Cancel))?;
     let held = db.store.claim("p", "w", 3)?;
-    assert_eq!(db.store.ack(None, &[&held[0]])?, 1);
-    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Waiting), Some(JobState::Waiting)));
+    for k in [0, 2] {
+        assert_eq!(db.store.ack(None, &[&held[k]])?, 1);
+        assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Waiting), Some(JobState::Waiting)));
+    }
     assert_eq!(db.store.ack(None, &[&held[1]])?, 1);
-    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Waiting), Some(JobState::Pending)));
-    assert_eq!(db.store.ack(None, &[&held[2]])?, 1);
-    assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
+    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Pending), Some(JobState::Pending)));
     Ok(())
 }
 
-/// The middle one of three parents is cancelled; the `run` child counts it
-/// settled once and is released by the other two's acks, not before.
+/// A parent that already had a child when a fan-in names it, acked last:
+/// the fan-in child is released by that ack.
+pub fn a_fan_in_over_a_parent_with_an_earlier_child_is_released_by_its_ack<H: Harness>(db: &Db<H>) -> TestResult {
+    let ids = parents(db, 3, false)?;
+    let y = db.put_job("c", &opts(), child("y", &[ids[1]], OnFailure::Cancel))?;
+    let x = db.put_job("c", &opts(), child("x", &ids, OnFailure::Cancel))?;
+    let held = db.store.claim("p", "w", 3)?;
+    for k in [0, 2] {
+        assert_eq!(db.store.ack(None, &[&held[k]])?, 1);
+        assert_eq!(state(db, "c", x)?, Some(JobState::Waiting));
+    }
+    assert_eq!(db.store.ack(None, &[&held[1]])?, 1);
+    assert_eq!((state(db, "c", x)?, state(db, "c", y)?), (Some(JobState::Pending), Some(JobState::Pending)));
+    Ok(())
+}
+
+/// One of three parents is cancelled, first or last: the `run` child counts
+/// it settled once and is released when the last of the three has left.
 pub fn a_cancelled_parent_among_many_settles_a_run_child_once<H: Harness>(db: &Db<H>) -> TestResult {
     let ids = parents(db, 3, false)?;
     let x = db.put_job("c", &opts(), child("x", &ids, OnFailure::Run))?;
@@ -601,6 +618,13 @@ pub fn a_cancelled_parent_among_many_settles_a_run_child_once<H: Harness>(db: &D
     assert_eq!(state(db, "c", x)?, Some(JobState::Waiting), "the third is left");
     assert_eq!(run_one(db, "p")?, ids[2]);
     assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
+    let ids = parents(db, 3, false)?;
+    let y = db.put_job("c", &opts(), child("y", &ids, OnFailure::Run))?;
+    assert_eq!(run_one(db, "p")?, ids[0]);
+    assert_eq!(run_one(db, "p")?, ids[1]);
+    assert_eq!(state(db, "c", y)?, Some(JobState::Waiting), "the third is left");
+    assert!(db.store.cancel(None, "p", ids[2])?);
+    assert_eq!(state(db, "c", y)?, Some(JobState::Pending), "released by the last parent's cancel");
     Ok(())
 }
 

@@ -17,25 +17,31 @@
 --                         its parents_left is not kept up to date while
 --                         they are set; NULL: the count is kept (0012).
 --
--- A processing parent of one child acked (0016's sole path) releases a run
--- child when the probe finds no row left in the run, and writes nothing
--- else. Any other way a parent of a run child leaves — a second child
--- linked to it, a death, a cancel, a parent back from dead — goes through
--- the general path, which first turns the run child back into a counted
--- one: parents_left = the live rows of the run, plus the parent leaving
--- (already deleted, still to be counted by the decrement that follows). A
--- run child therefore never has a dead parent, and a parent back from dead
--- is never in a run: its child counts it as 0012 says (settled at its
--- death, not again at its ack). Rows written before 0019 have no run and
--- keep the count.
+-- A child gets a run only when each of its live parents has it as its sole
+-- child (0016), so each of their acks takes the sole path, which releases a
+-- run child when the probe finds no row of the run left, and otherwise
+-- writes nothing. Whatever else can happen to a parent of a run child turns
+-- the child back into a counted one first — parents_left = the live rows
+-- of its run — and then the count works as 0012 says:
+-- - a second child linked to the parent, or its move to dead (either
+--   clears sole_child; a trigger on that counts the former sole child
+--   again, the parent still live);
+-- - its cancel (the failure rule, which decrements a 'run' child or kills a
+--   'cancel' one): the rule counts its run children again first, plus the
+--   parent itself, already deleted but not yet settled.
+-- So a run child never has a dead parent, and a parent back from dead is
+-- never in a run: its child counts it as 0012 says (settled at its death,
+-- not again at its ack). Rows written before 0019 have no run and keep the
+-- count.
 ALTER TABLE __alkstore_jobs ADD COLUMN parents_lo INTEGER;
 ALTER TABLE __alkstore_jobs ADD COLUMN parents_hi INTEGER;
 
--- 0016's link, and then the run: a waiting child whose parents, two or more,
--- are every id of one run with none of them dead. (One parent gains nothing
--- from a run: its ack is the last, which writes the child anyway; and the
--- children of a fan-out, one parent each, would only be counted again by
--- that parent's ack, which takes the general path.)
+-- 0016's link, and then the run: a waiting child whose parents, two or
+-- more, are every id of one run (the engine passes after_ids sorted and
+-- distinct, so the first and the last and the length say it), none of them
+-- dead, and each live one with this child as its sole child. (One parent
+-- gains nothing from a run: its ack is the last, which writes the child
+-- anyway.)
 DROP TRIGGER IF EXISTS __alkstore_jobs_link;
 CREATE TRIGGER __alkstore_jobs_link INSTEAD OF INSERT ON __alkstore_jobs_linked
 BEGIN
@@ -56,11 +62,16 @@ BEGIN
            state = CASE WHEN EXISTS (SELECT 1 FROM __alkstore_edges WHERE child_id = NEW.id AND settled = 0)
                    THEN 'waiting' ELSE 'pending' END
      WHERE id = NEW.id AND NEW.on_failure IS NOT NULL;
-    UPDATE __alkstore_jobs SET parents_lo = r.lo, parents_hi = r.hi
-      FROM (SELECT min(p.value) AS lo, max(p.value) AS hi, count(DISTINCT p.value) AS n
-              FROM json_each(NEW.after_ids) AS p) AS r
-     WHERE __alkstore_jobs.id = NEW.id AND __alkstore_jobs.state = 'waiting' AND r.n > 1 AND r.hi - r.lo + 1 = r.n
-       AND NOT EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id BETWEEN r.lo AND r.hi);
+    UPDATE __alkstore_jobs
+       SET parents_lo = json_extract(NEW.after_ids, '$[0]'), parents_hi = json_extract(NEW.after_ids, '$[#-1]')
+     WHERE id = NEW.id AND state = 'waiting' AND json_array_length(NEW.after_ids) > 1
+       AND json_extract(NEW.after_ids, '$[#-1]') - json_extract(NEW.after_ids, '$[0]') + 1
+           = json_array_length(NEW.after_ids)
+       AND NOT EXISTS (SELECT 1 FROM __alkstore_dead d
+                        WHERE d.id BETWEEN json_extract(NEW.after_ids, '$[0]') AND json_extract(NEW.after_ids, '$[#-1]'))
+       AND NOT EXISTS (SELECT 1 FROM __alkstore_jobs p
+                        WHERE p.id BETWEEN json_extract(NEW.after_ids, '$[0]') AND json_extract(NEW.after_ids, '$[#-1]')
+                          AND p.sole_child IS NOT NEW.id);
     INSERT INTO __alkstore_dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
         visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
         worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
@@ -90,8 +101,25 @@ BEGIN
              WHERE p.id BETWEEN __alkstore_jobs.parents_lo AND __alkstore_jobs.parents_hi));
 END;
 
--- The general path's first step: the run children still counting the
--- parent `id`, which has left the live table, are counted again.
+-- A parent stops being sole (a second child linked to it, or its move to
+-- dead, 0016's trigger on the dead row): its former sole child, if it has
+-- a run, is counted again, the parent still live and among the run's rows.
+-- Only statements that set sole_child fire this (the link and the death),
+-- never a claim or an ack.
+CREATE TRIGGER __alkstore_jobs_sole_lost AFTER UPDATE OF sole_child ON __alkstore_jobs
+WHEN OLD.sole_child IS NOT NULL AND NEW.sole_child IS NOT OLD.sole_child
+BEGIN
+    UPDATE __alkstore_jobs
+       SET parents_left = (SELECT count(*) FROM __alkstore_jobs p
+             WHERE p.id BETWEEN __alkstore_jobs.parents_lo AND __alkstore_jobs.parents_hi),
+           parents_lo = NULL, parents_hi = NULL
+     WHERE id = OLD.sole_child AND +state = 'waiting' AND parents_lo IS NOT NULL;
+END;
+
+-- The failure rule's first step: the run children of the parent `id`,
+-- which has left the live table cancelled (a death has counted them again
+-- already, above), are counted again, the parent among them (the rule's
+-- decrement, or kill, follows). A cancel keeps the parent's sole_child.
 CREATE VIEW __alkstore_parent_counted (id) AS SELECT NULL WHERE 0;
 
 CREATE TRIGGER __alkstore_parent_counted_recount INSTEAD OF INSERT ON __alkstore_parent_counted
@@ -104,16 +132,7 @@ BEGIN
        AND +state = 'waiting' AND parents_lo IS NOT NULL;
 END;
 
--- 0015's acked rule and 0014's failed rule, each recounting first.
-DROP TRIGGER IF EXISTS __alkstore_job_left_acked;
-CREATE TRIGGER __alkstore_job_left_acked INSTEAD OF INSERT ON __alkstore_job_left
-WHEN NEW.has_children = 1 AND NEW.state <> 'cancelled'
-    AND NOT EXISTS (SELECT 1 FROM __alkstore_dead WHERE id = NEW.id)
-BEGIN
-    INSERT INTO __alkstore_parent_counted (id) VALUES (NEW.id);
-    INSERT INTO __alkstore_parent_acked (id) VALUES (NEW.id);
-END;
-
+-- 0014's failure rule, counting again first.
 DROP TRIGGER IF EXISTS __alkstore_job_left_failed;
 CREATE TRIGGER __alkstore_job_left_failed INSTEAD OF INSERT ON __alkstore_job_left
 WHEN NEW.has_children = 1 AND (NEW.state = 'cancelled'
