@@ -12,6 +12,11 @@ keeps the count on the child can write. Reported: the mean and the median
 parent DELETE against the plain one. A plain DELETE writes two pages, a
 parent's three (the child's row), so what alkstore's bookkeeping may add
 is what is left between this ratio and the goal of 1.2x.
+
+This is the floor of the count model alone: since migration 0019 a fan-in
+over a run of ids (parents enqueued together, each with only this child)
+keeps no count, and a parent's ack writes the pages a plain one does
+(ADR 0029), so ``benches/workflows.py`` can measure below this ratio.
 """
 
 from __future__ import annotations

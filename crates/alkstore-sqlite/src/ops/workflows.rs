@@ -10,7 +10,9 @@
 //! own. A delete that is not a move to dead and not a cancel (which marks
 //! its row 'cancelled' first) is an ack. A processing parent with one child
 //! (`sole_child`, migration 0016) has a trigger of its own, which counts
-//! that child down by key; a move to dead clears `sole_child` first.
+//! that child down by key, or, when the child's parents are a run of ids
+//! (migration 0019), probes the run and writes the child only once none is
+//! left; a move to dead clears `sole_child` first.
 
 use alkstore_core::rules::workflows::{highest_parent, never_issued};
 use alkstore_core::{Claimed, JobEdges, JobResult, NewJob, Result, Tx, WorkflowOps};
