@@ -2,7 +2,7 @@
 
 Random graphs grow one enqueue at a time (parents drawn from every job so
 far, live or finished, with either ``on_failure``), while jobs are acked,
-failed (dead at once: one attempt) and cancelled in any order. A plain
+failed (dead at once: one attempt), cancelled and redriven in any order. A plain
 model of the rules predicts every job's state, and the store must agree
 after each step:
 
@@ -62,6 +62,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             self.q = self.store.queue("wf", max_attempts=1)
             self.jobs: dict[int, WJob] = {}
             self.held: dict[int, alkstore.JobHandle] = {}
+            self.redriven: set[int] = set()  # jobs requeued from dead at least once
 
         def teardown(self) -> None:
             self._ctx.__exit__(None, None, None)
@@ -143,6 +144,23 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
             self.jobs[job_id].state = "gone"
             self.settle(job_id, acked=False)
 
+        @precondition(lambda self: any(j.state == "dead" for j in self.jobs.values()))
+        @rule(data=st.data())
+        def requeue(self, data: st.DataObject) -> None:
+            # A redriven job waits again for its parents that are live or dead
+            # (their edges unsettled again); acked and cancelled ones stay done.
+            # Its own children keep what they counted at its death: it is not
+            # waited for a second time by them.
+            job_id = data.draw(st.sampled_from(sorted(j.id for j in self.jobs.values() if j.state == "dead")))
+            assert self.q.requeue_dead([job_id]) == [job_id]
+            self.redriven.add(job_id)
+            job = self.jobs[job_id]
+            job.error = None
+            job.counting = {
+                p for p in job.parents if self.jobs[p].state in ("waiting", "pending", "processing", "dead")
+            }
+            job.state = "waiting" if job.counting else "pending"
+
         # --- invariants -------------------------------------------------------------
 
         @invariant()
@@ -159,7 +177,10 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                 m = LEFT.match(row.last_error or "")
                 assert m is not None, (job, row.last_error)
                 parent = self.jobs[int(m.group(1))]
-                assert parent.id in job.parents and parent.state in ("dead", "gone"), (job, parent)
+                assert parent.id in job.parents, (job, parent)
+                if parent.id in self.redriven:
+                    continue  # it left, and is back (or gone) since
+                assert parent.state in ("dead", "gone"), (job, parent)
                 assert (m.group(2) == "died") == (parent.state == "dead"), (job, parent, row.last_error)
 
         @invariant()

@@ -28,7 +28,7 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_running_parent_s_expiry_kills_its_one_child, a_fan_in_is_released_by_its_last_parent_in_any_order,
     a_parent_given_a_second_child_settles_both, a_fan_in_over_a_parent_with_an_earlier_child_is_released_by_its_ack,
     a_cancelled_parent_among_many_settles_a_run_child_once,
-    a_redriven_parent_among_many_is_not_waited_for_again,
+    a_redriven_parent_among_many_is_not_waited_for_again, a_child_born_dead_and_redriven_waits_for_its_dead_parent,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -644,5 +644,32 @@ pub fn a_redriven_parent_among_many_is_not_waited_for_again<H: Harness>(db: &Db<
     assert_eq!(state(db, "c", x)?, Some(JobState::Pending), "the redriven parent settled at its death");
     assert_eq!(run_one(db, "p")?, ids[1]);
     assert_eq!(state(db, "c", x)?, Some(JobState::Pending));
+    Ok(())
+}
+
+/// A child enqueued after its parent died (born dead, `cancel`) and then
+/// redriven waits for that parent as for any parent dead when a child is
+/// redriven: the parent's redrive and ack release it, and a purge of the
+/// parent's dead row kills it.
+pub fn a_child_born_dead_and_redriven_waits_for_its_dead_parent<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    for purge in [false, true] {
+        let a = db.put("p", &opts(), "a")?;
+        let ha = db.take("p", "w")?;
+        assert!(s.fail(None, &ha, "x")?);
+        let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+        assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "born dead");
+        assert_eq!(s.requeue_dead(None, "c", Some(&[c]), 10)?, vec![c]);
+        assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "waits for its dead parent");
+        if purge {
+            assert_eq!(s.purge_dead(None, "p", Some(&[a]), None, 10)?, 1);
+            assert_eq!(last_error(db, "c", c)?.as_deref(), Some(format!("parent job {a} died: x").as_str()));
+            continue;
+        }
+        assert_eq!(s.requeue_dead(None, "p", Some(&[a]), 10)?, vec![a]);
+        assert_eq!(run_one(db, "p")?, a);
+        assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "released by the redriven parent's ack");
+        assert_eq!(run_one(db, "c")?, c);
+    }
     Ok(())
 }

@@ -33,6 +33,9 @@ pub(crate) struct Sql {
     pub(crate) relink_edges: String,
     /// Their live parents count them again.
     pub(crate) relink_parents: String,
+    /// And their dead parents will, once redriven or purged (a parent dead
+    /// before the child was linked never had the flag set).
+    pub(crate) relink_dead_parents: String,
     /// The redriven children count their unsettled parents: pending at zero.
     pub(crate) relink_children: String,
     /// A kept result, else a dead row's error.
@@ -62,6 +65,10 @@ impl Sql {
             ),
             relink_parents: format!(
                 "UPDATE {s}.jobs SET has_children = true WHERE id IN (SELECT parent_id FROM {s}.edges \
+                 WHERE NOT settled AND child_id = ANY($1::bigint[])) AND NOT has_children"
+            ),
+            relink_dead_parents: format!(
+                "UPDATE {s}.dead SET has_children = true WHERE id IN (SELECT parent_id FROM {s}.edges \
                  WHERE NOT settled AND child_id = ANY($1::bigint[])) AND NOT has_children"
             ),
             relink_children: format!(
@@ -136,7 +143,8 @@ pub(crate) async fn ack_flow(cx: &Ctx<'_>, job: &Claimed, result: Option<&str>) 
 /// Redriven children wait again for their parents that are not acked.
 pub(crate) async fn relink(cx: &Ctx<'_>, moved: &[i64]) -> Result<()> {
     let ids = moved.to_vec();
-    for sql in [&cx.sql.workflows.relink_edges, &cx.sql.workflows.relink_parents, &cx.sql.workflows.relink_children] {
+    let w = &cx.sql.workflows;
+    for sql in [&w.relink_edges, &w.relink_parents, &w.relink_dead_parents, &w.relink_children] {
         cx.execute(sql, &[&ids]).await?;
     }
     Ok(())

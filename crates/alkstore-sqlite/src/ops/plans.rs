@@ -237,8 +237,8 @@ fn the_limited_claim_is_never_reprepared() -> Result<()> {
 #[test]
 fn workflow_plans_seek_by_key() -> Result<()> {
     use super::workflows::{
-        CHILDREN, KEEP_RESULT, PARENTS, PARENT_RESULTS, PURGE_RESULTS, RELINK_CHILDREN, RELINK_EDGES, RELINK_PARENTS,
-        RESULT,
+        CHILDREN, KEEP_RESULT, PARENTS, PARENT_RESULTS, PURGE_RESULTS, RELINK_CHILDREN, RELINK_DEAD_PARENTS,
+        RELINK_EDGES, RELINK_PARENTS, RESULT,
     };
     // Migration 0013's link steps, `NEW.id` as ?1 and `NEW.after_ids` as ?2.
     const LINK_EDGES: &str = "INSERT INTO __alkstore_edges (parent_id, child_id, settled) \
@@ -318,6 +318,7 @@ fn workflow_plans_seek_by_key() -> Result<()> {
             CHILDREN,
             RELINK_EDGES,
             RELINK_PARENTS,
+            RELINK_DEAD_PARENTS,
             RELINK_CHILDREN,
             SETTLE,
             SETTLE_ONE,

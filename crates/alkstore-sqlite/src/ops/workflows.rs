@@ -53,6 +53,13 @@ pub(crate) const RELINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children
      WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE settled = 0 \
        AND child_id IN (SELECT value FROM json_each(?1))) AND has_children = 0";
 
+/// And their dead parents will, when they are redriven (its row comes back
+/// with this flag) or purged (the purge fails them, migration 0012): a parent
+/// dead before the child was linked never had the flag set.
+pub(crate) const RELINK_DEAD_PARENTS: &str = "UPDATE __alkstore_dead SET has_children = 1 \
+     WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE settled = 0 \
+       AND child_id IN (SELECT value FROM json_each(?1))) AND has_children = 0";
+
 /// And the redriven children count their unsettled parents: pending at zero.
 pub(crate) const RELINK_CHILDREN: &str = "UPDATE __alkstore_jobs SET \
      parents_left = (SELECT count(*) FROM __alkstore_edges e WHERE e.child_id = __alkstore_jobs.id AND e.settled = 0), \
@@ -114,7 +121,7 @@ pub(crate) fn ack_flow(
 /// Redriven children wait again for their parents that are not acked.
 pub(crate) fn relink(conn: &Connection, moved: &[i64]) -> Result<()> {
     let ids = serde_json::to_string(moved).unwrap_or_else(|_| "[]".into());
-    for sql in [RELINK_EDGES, RELINK_PARENTS, RELINK_CHILDREN] {
+    for sql in [RELINK_EDGES, RELINK_PARENTS, RELINK_DEAD_PARENTS, RELINK_CHILDREN] {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([&ids])).db()?;
     }
     Ok(())
