@@ -21,6 +21,7 @@ macro_rules! __limits_cases { ($harness:ty) => { $crate::__cases! { $harness; li
     jobs_claimed_before_a_limit_count_toward_it, a_lowered_limit_waits_for_the_jobs_above_it,
     jobs_claimed_under_a_group_limit_count_after_it_is_lifted, a_workers_ack_hands_its_slot_to_the_next_job,
     a_handover_never_passes_a_lowered_limit_or_another_queue, claims_racing_with_handovers_never_exceed_the_limit,
+    a_claim_without_room_still_buries_an_exhausted_lease,
 } } } }
 
 fn grouped(payload: &str, group: &str) -> NewJob {
@@ -174,6 +175,23 @@ pub fn an_exhausted_lapsed_lease_frees_its_slot<H: Harness>(db: &Db<H>) -> TestR
     assert_eq!(got.id, next, "the spent lease went dead and gave up its slot");
     let dead = s.get_job(None, "q", spent)?.ok_or("the dead job")?;
     assert_eq!(dead.state, JobState::Dead);
+    Ok(())
+}
+
+/// A claim of a queue with no room for a new start (here concurrency 0, so
+/// no slot to take) still moves an exhausted lapsed lease to dead, as every
+/// claim does (a lease taken before the limit was set, so it holds no slot).
+pub fn a_claim_without_room_still_buries_an_exhausted_lease<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let o = QueueOpts { max_attempts: 1, ..opts() };
+    let spent = db.put("q", &o, "spent")?;
+    assert_eq!(db.take("q", "w1")?.id, spent);
+    s.set_limits("q", &concurrency(0))?;
+    assert!(s.claim("q", "w1", 1)?.is_empty());
+    db.clock(o.visibility_timeout_s + 5)?;
+    assert!(s.claim("q", "w1", 1)?.is_empty());
+    let dead = s.get_job(None, "q", spent)?.ok_or("the dead job")?;
+    assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("attempts exhausted")));
     Ok(())
 }
 

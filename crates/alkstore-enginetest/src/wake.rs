@@ -12,6 +12,7 @@ use crate::{job, opts, Db, Harness, TestResult};
 macro_rules! __wake_cases { ($harness:ty) => { $crate::__cases! { $harness; wake {
     next_wake_is_the_earliest_future_ready_time_or_lease_end, commits_wake_the_hub_and_rollbacks_do_not,
     a_waiting_claim_is_woken_by_another_stores_commit, a_stopped_caller_claims_nothing_whatever_the_timeout,
+    a_lease_lapsing_between_a_look_and_the_next_wake_is_reclaimed_at_once,
 } } } }
 
 /// Waits up to `within` for `hub` to move past `seen`.
@@ -98,5 +99,33 @@ pub fn a_stopped_caller_claims_nothing_whatever_the_timeout<H: Harness>(db: &Db<
     let got =
         s.claim_wait("q", "w", 1, &WaitSpec { timeout: Some(Duration::ZERO), stops: &[], interrupted: &never })?;
     assert_eq!(got.iter().map(|c| (c.id, c.attempts)).collect::<Vec<_>>(), vec![(id, 1)]);
+    Ok(())
+}
+
+/// A lease that lapses after a fruitless look but before the waiter reads
+/// when to look again (a stalled machine: here the clock is moved past the
+/// lease's end right after the look) is reclaimed at once, not after the
+/// safety-net poll: that read no longer names the lapsed lease.
+pub fn a_lease_lapsing_between_a_look_and_the_next_wake_is_reclaimed_at_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let store = db.reopen_with(|o| o.common_mut().poll_interval_s = 30.0)?;
+    let id = store.enqueue(None, "q", &opts(), &[job("{}")])?[0];
+    assert_eq!(store.claim("q", "crashed", 1)?.len(), 1);
+    let never = || false;
+    let spec = WaitSpec { timeout: Some(Duration::from_secs(20)), stops: &[], interrupted: &never };
+    let mut looks = 0;
+    let started = Instant::now();
+    let got = store.wait_for(Some("q"), &spec, || {
+        let got = store.claim("q", "w", 1)?;
+        looks += 1;
+        if looks == 1 {
+            assert!(got.is_empty(), "the lease is live at the first look");
+            store.advance_clock(opts().visibility_timeout_s + 1)?;
+        }
+        Ok((!got.is_empty()).then_some(got))
+    })?;
+    let waited = started.elapsed();
+    let got = got.ok_or("reclaimed within the timeout")?;
+    assert_eq!(got.iter().map(|c| (c.id, c.attempts)).collect::<Vec<_>>(), vec![(id, 2)]);
+    assert!(waited < Duration::from_secs(10), "reclaimed after {waited:?}, not at once");
     Ok(())
 }

@@ -91,6 +91,15 @@ impl Store {
                         None => None,
                     };
                     known = Some((now, due));
+                    // A lease that lapsed between the attempt and that read is
+                    // in neither (the read names only leases still live), so
+                    // one more look before sleeping on it.
+                    if spec.stopped() {
+                        return Ok(None);
+                    }
+                    if let Some(found) = attempt()? {
+                        return Ok(Some(found));
+                    }
                 }
                 if let Some((asked, due)) = known {
                     if let Some(d) = due {

@@ -80,7 +80,10 @@ impl Sql {
     }
 }
 
-/// Step 1. No slot is taken when the snapshot has nothing the claim could
+/// Step 1. Its second column says whether the snapshot has an exhausted
+/// lapsed lease, which step 2 must bury even when no slot was taken (every
+/// claim runs the exhaustion step; a limit of 0 has no slot to take).
+/// No slot is taken when the snapshot has nothing the claim could
 /// take (no ready row, no lapsed lease): the caller then skips step 2 (the
 /// ready row is probed in the ready index's order, so by that index). A
 /// slot looks free when no live lease of the snapshot holds it
@@ -109,7 +112,9 @@ fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
              ELSE false END \
            LIMIT $4::bigint) \
          SELECT set_config('{HELD}', coalesce((SELECT w::text || ':' || coalesce((SELECT string_agg(k::text, ',') \
-           FROM got), '') FROM w), '-'), true)"
+           FROM got), '') FROM w), '-'), true), \
+           EXISTS (SELECT 1 FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
+             AND deadline < (SELECT t FROM n) AND attempts >= max_attempts)"
     )
 }
 
@@ -292,10 +297,12 @@ pub(crate) fn claim(
         let held = (|| {
             begin.map_err(|e| pg_error(&e))?;
             let acked = acked?;
-            let held: String = take?.try_get(0).map_err(|e| pg_error(&e))?;
-            Ok((acked, held))
+            let take = take?;
+            let held: String = take.try_get(0).map_err(|e| pg_error(&e))?;
+            let exhausted: bool = take.try_get(1).map_err(|e| pg_error(&e))?;
+            Ok((acked, held, exhausted))
         })();
-        let (acked, held) = match held {
+        let (acked, held, exhausted) = match held {
             Ok(held) => held,
             Err(e) => {
                 // Nothing lands: the ack rolls back with the rest. The first
@@ -305,19 +312,20 @@ pub(crate) fn claim(
                 return Err(e);
             }
         };
-        // Step 2 only for slots taken: with none (nothing to claim, or every
-        // slot busy) it would claim nothing, and a queue not for slots goes
-        // to the exclusive claim.
+        // Step 2 only for slots taken, or an exhausted lease to bury: with
+        // neither (nothing to claim, or every slot busy) it would do nothing,
+        // and a queue not for slots goes to the exclusive claim (which buries
+        // them itself).
         let found = match held_slots(&held) {
             None => {
                 commit(cx).await?;
                 SlotClaim::Exclusive
             }
-            Some(false) => {
+            Some(false) if !exhausted => {
                 commit(cx).await?;
                 SlotClaim::Jobs(Vec::new())
             }
-            Some(true) => {
+            Some(_) => {
                 let (rows, commit) =
                     tokio::join!(cx.query(&sql.claim, &claim_params), cx.client.batch_execute("COMMIT"));
                 let rows = rows?;
