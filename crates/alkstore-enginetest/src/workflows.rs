@@ -29,6 +29,7 @@ macro_rules! __workflows_cases { ($harness:ty) => { $crate::__cases! { $harness;
     a_parent_given_a_second_child_settles_both, a_fan_in_over_a_parent_with_an_earlier_child_is_released_by_its_ack,
     a_cancelled_parent_among_many_settles_a_run_child_once,
     a_redriven_parent_among_many_is_not_waited_for_again, a_child_born_dead_and_redriven_waits_for_its_dead_parent,
+    a_parent_s_ack_releases_its_new_child_and_a_redriven_one,
 } } } }
 
 /// A job waiting for `after`, failing as `mode`.
@@ -671,5 +672,26 @@ pub fn a_child_born_dead_and_redriven_waits_for_its_dead_parent<H: Harness>(db: 
         assert_eq!(state(db, "c", c)?, Some(JobState::Pending), "released by the redriven parent's ack");
         assert_eq!(run_one(db, "c")?, c);
     }
+    Ok(())
+}
+
+/// A parent back from dead gains a child (its only one, so far), and then a
+/// child it had killed at birth is redriven and waits for it too: the
+/// parent's ack releases both (the redrive makes the parent no longer a
+/// parent of one).
+pub fn a_parent_s_ack_releases_its_new_child_and_a_redriven_one<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let a = db.put("p", &opts(), "a")?;
+    let ha = db.take("p", "w")?;
+    assert!(s.fail(None, &ha, "x")?);
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "born dead");
+    assert_eq!(s.requeue_dead(None, "p", Some(&[a]), 10)?, vec![a]);
+    let ha = db.take("p", "w")?;
+    let d = db.put_job("c", &opts(), child("d", &[a], OnFailure::Cancel))?;
+    assert_eq!(s.requeue_dead(None, "c", Some(&[c]), 10)?, vec![c]);
+    assert_eq!((state(db, "c", c)?, state(db, "c", d)?), (Some(JobState::Waiting), Some(JobState::Waiting)));
+    assert_eq!(s.ack(None, &[&ha])?, 1);
+    assert_eq!((state(db, "c", c)?, state(db, "c", d)?), (Some(JobState::Pending), Some(JobState::Pending)));
     Ok(())
 }

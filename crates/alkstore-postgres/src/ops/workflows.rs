@@ -31,7 +31,8 @@ pub(crate) struct Sql {
     pub(crate) ack_flow: String,
     /// A redriven child's edges: unsettled again for parents live or dead.
     pub(crate) relink_edges: String,
-    /// Their live parents count them again.
+    /// Their live parents count them again, through the general path (a
+    /// parent with a sole child has another now).
     pub(crate) relink_parents: String,
     /// And their dead parents will, once redriven or purged (a parent dead
     /// before the child was linked never had the flag set).
@@ -64,8 +65,9 @@ impl Sql {
                  OR EXISTS (SELECT 1 FROM {s}.dead d WHERE d.id = parent_id)) WHERE child_id = ANY($1::bigint[])"
             ),
             relink_parents: format!(
-                "UPDATE {s}.jobs SET has_children = true WHERE id IN (SELECT parent_id FROM {s}.edges \
-                 WHERE NOT settled AND child_id = ANY($1::bigint[])) AND NOT has_children"
+                "UPDATE {s}.jobs SET has_children = true, sole_child = NULL WHERE id IN (SELECT parent_id \
+                 FROM {s}.edges WHERE NOT settled AND child_id = ANY($1::bigint[])) \
+                 AND (NOT has_children OR sole_child IS NOT NULL)"
             ),
             relink_dead_parents: format!(
                 "UPDATE {s}.dead SET has_children = true WHERE id IN (SELECT parent_id FROM {s}.edges \

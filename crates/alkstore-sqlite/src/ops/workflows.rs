@@ -48,10 +48,11 @@ pub(crate) const RELINK_EDGES: &str = "UPDATE __alkstore_edges SET settled = \
        OR EXISTS (SELECT 1 FROM __alkstore_dead d WHERE d.id = parent_id)) \
      WHERE child_id IN (SELECT value FROM json_each(?1))";
 
-/// Their live parents count them again.
-pub(crate) const RELINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1 \
+/// Their live parents count them again, through the general path: a parent
+/// with a sole child (migration 0016) has another now.
+pub(crate) const RELINK_PARENTS: &str = "UPDATE __alkstore_jobs SET has_children = 1, sole_child = NULL \
      WHERE id IN (SELECT parent_id FROM __alkstore_edges WHERE settled = 0 \
-       AND child_id IN (SELECT value FROM json_each(?1))) AND has_children = 0";
+       AND child_id IN (SELECT value FROM json_each(?1))) AND (has_children = 0 OR sole_child IS NOT NULL)";
 
 /// And their dead parents will, when they are redriven (its row comes back
 /// with this flag) or purged (the purge fails them, migration 0012): a parent
