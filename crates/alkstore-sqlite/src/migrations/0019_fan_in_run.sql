@@ -101,11 +101,12 @@ BEGIN
              WHERE p.id BETWEEN __alkstore_jobs.parents_lo AND __alkstore_jobs.parents_hi));
 END;
 
--- A parent stops being sole (a second child linked to it, or its move to
--- dead, 0016's trigger on the dead row): its former sole child, if it has
--- a run, is counted again, the parent still live and among the run's rows.
--- Only statements that set sole_child fire this (the link and the death),
--- never a claim or an ack.
+-- A parent stops being sole (a second child linked to it, its move to
+-- dead by 0016's trigger on the dead row, or a redriven child counting it
+-- again): its former sole child, if it has a run, is counted again, the
+-- parent still live and among the run's rows. Only statements that set
+-- sole_child fire this (the link, the death, the redrive's relink), never a
+-- claim or an ack.
 CREATE TRIGGER __alkstore_jobs_sole_lost AFTER UPDATE OF sole_child ON __alkstore_jobs
 WHEN OLD.sole_child IS NOT NULL AND NEW.sole_child IS NOT OLD.sole_child
 BEGIN
