@@ -18,6 +18,7 @@ macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; ha
     fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
     snooze_puts_the_job_back_for_later_without_counting_the_attempt,
     cancel_then_ack_is_false, ack_batch_counts_only_valid_handles, ack_batch_fences_each_handle_by_its_token,
+    a_large_batch_of_many_workers_acks_each_valid_handle_once,
     handle_lock_and_wait_arguments_are_bounded, ack_then_claim_acks_and_claims_in_one_go,
     ack_then_claim_of_a_stale_handle_still_claims, ack_then_claim_claims_nothing_it_may_not,
 } } } }
@@ -231,6 +232,51 @@ pub fn ack_batch_fences_each_handle_by_its_token<H: Harness>(db: &Db<H>) -> Test
     let again = s.claim("q", "w", 2)?;
     assert_eq!(again.len(), 1);
     assert_eq!(s.ack(None, &[&again[0], new1])?, 1);
+    assert_eq!(s.stats("q")?, QueueStats::default());
+    Ok(())
+}
+
+/// A batch larger than one statement's worth, from three workers, in no
+/// order, holding stale, cancelled and repeated handles beside the valid
+/// ones: each valid handle lands once, and an invalid one moves nothing.
+pub fn a_large_batch_of_many_workers_acks_each_valid_handle_once<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let jobs: Vec<_> = (0..300).map(|i| job(&i.to_string())).collect();
+    s.enqueue(None, "q", &opts(), &jobs)?;
+    let mut held = Vec::new();
+    for w in ["w1", "w2", "w3"] {
+        held.extend(s.claim("q", w, 100)?);
+    }
+    assert_eq!(held.len(), 300);
+    // Ten of w1's jobs go back and come again to w1: same ids, new tokens.
+    let w1: Vec<_> = held.iter().filter(|j| j.worker_id == "w1").take(10).collect();
+    for j in &w1 {
+        assert!(s.release(j)?);
+    }
+    let again = s.claim("q", "w1", 10)?;
+    assert_eq!(again.len(), 10);
+    // Five of w2's jobs are cancelled.
+    let cancelled: Vec<i64> = held.iter().filter(|j| j.worker_id == "w2").take(5).map(|j| j.id).collect();
+    for id in &cancelled {
+        assert!(s.cancel(None, "q", *id)?);
+    }
+    // Half of the new handles ride along; the other half's jobs have only
+    // their stale handle in the batch, which must not ack them.
+    let w3 = held.iter().filter(|j| j.worker_id == "w3").take(20);
+    let mut batch: Vec<_> = held.iter().chain(&again[..5]).chain(w3).collect();
+    batch.sort_by_key(|j| (j.id * 7919 + j.claim_token) % 1009);
+    // 300 held, less 10 stale and 5 cancelled, plus 5 new handles.
+    assert_eq!(s.ack(None, &batch)?, 290);
+    assert_eq!(s.stats("q")?.processing, 5, "a stale handle acks nothing");
+    assert_eq!(s.ack(None, &batch)?, 0);
+    let rest: Vec<_> = again[5..].iter().collect();
+    assert_eq!(s.ack(None, &rest)?, 5);
+    assert_eq!(s.stats("q")?, QueueStats::default());
+    // A batch of a few, where some were already acked, lands the rest only.
+    s.enqueue(None, "q", &opts(), &jobs[..3])?;
+    let few = s.claim("q", "w1", 3)?;
+    assert_eq!(s.ack(None, &[&few[0]])?, 1);
+    assert_eq!(s.ack(None, &[&few[2], &few[0], &few[1], &few[2]])?, 2);
     assert_eq!(s.stats("q")?, QueueStats::default());
     Ok(())
 }

@@ -83,25 +83,106 @@ pub(crate) fn ack_plain(conn: &Connection, sql: &str, offset: i64, job: &Claimed
     Ok(n == 1)
 }
 
+/// Handles per [`ack_many_sql`] statement: a chunk is padded up to the
+/// next of these by repeating its last handle, so a few texts serve every
+/// batch (each stays compiled in the statement cache).
+const ACK_MANY_SIZES: [usize; 3] = [8, 32, 128];
+
+/// The plain ack of up to `n` handles of one worker in one statement (the
+/// batch twin of [`ACK`], and of Postgres's `ack_many`): `?1..?n` the ids in
+/// ascending order, `?n+1..?2n` their claim tokens in the same order,
+/// `?2n+1` the worker, `?2n+2` now. Per-handle DELETEs inside one
+/// transaction each opened a statement journal (the jobs table's triggers
+/// make every DELETE a multi-write that may abort) and paid a statement's
+/// setup; one statement pays both once (ADR 0034). A row's token is picked
+/// by a binary `CASE` over the sorted ids, seven comparisons for 128, where
+/// an `IN (VALUES …)` of pairs or a linear `CASE` costs more per row than it
+/// saves. Where ids repeat with different tokens (a stale and a live handle
+/// of one job) the `CASE` tests one of them; the row it leaves goes on to
+/// the one-handle ack.
+pub(crate) fn ack_many_sql(n: usize) -> String {
+    fn token(lo: usize, hi: usize, n: usize) -> String {
+        if hi - lo == 1 {
+            return format!("?{}", n + lo + 1);
+        }
+        let mid = (lo + hi) / 2;
+        format!("CASE WHEN id < ?{} THEN {} ELSE {} END", mid + 1, token(lo, mid, n), token(mid, hi, n))
+    }
+    let ids = (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ");
+    format!(
+        "DELETE FROM __alkstore_jobs WHERE id IN ({ids}) AND state = 'processing' AND worker_id = ?{w} \
+         AND deadline >= ?{now} AND keep_result_s IS NULL AND claim_token = {tokens} RETURNING id",
+        w = 2 * n + 1,
+        now = 2 * n + 2,
+        tokens = token(0, n, n)
+    )
+}
+
+/// The texts of [`ack_many_sql`], one per size of [`ACK_MANY_SIZES`], built once.
+fn ack_many_texts() -> &'static [String; 3] {
+    static TEXTS: std::sync::OnceLock<[String; 3]> = std::sync::OnceLock::new();
+    TEXTS.get_or_init(|| ACK_MANY_SIZES.map(ack_many_sql))
+}
+
+/// Deletes the rows of every valid plain handle of `jobs` through
+/// [`ack_many_sql`], one statement per worker and chunk of up to 128, at
+/// one bound `now`; returns the deleted ids. Runs inside a transaction.
+fn ack_many(conn: &Connection, offset: i64, jobs: &[&Claimed]) -> Result<std::collections::HashSet<i64>> {
+    let now = now(conn, offset)?;
+    let mut sorted: Vec<&Claimed> = jobs.to_vec();
+    sorted.sort_unstable_by(|a, b| (&a.worker_id, a.id).cmp(&(&b.worker_id, b.id)));
+    let mut deleted = std::collections::HashSet::with_capacity(jobs.len());
+    for group in sorted.chunk_by(|a, b| a.worker_id == b.worker_id) {
+        for chunk in group.chunks(ACK_MANY_SIZES[2]) {
+            let size = ACK_MANY_SIZES.iter().position(|&s| s >= chunk.len()).unwrap_or(2);
+            let n = ACK_MANY_SIZES[size];
+            let last = chunk[chunk.len() - 1];
+            let padded = || chunk.iter().copied().chain(std::iter::repeat(last)).take(n);
+            let mut stmt = conn.prepare_cached(&ack_many_texts()[size]).db()?;
+            for (i, job) in padded().enumerate() {
+                stmt.raw_bind_parameter(i + 1, job.id).db()?;
+                stmt.raw_bind_parameter(n + i + 1, job.claim_token).db()?;
+            }
+            stmt.raw_bind_parameter(2 * n + 1, last.worker_id.as_str()).db()?;
+            stmt.raw_bind_parameter(2 * n + 2, now).db()?;
+            let mut rows = stmt.raw_query();
+            while let Some(row) = rows.next().db()? {
+                deleted.insert(row.get::<_, i64>(0).db()?);
+            }
+        }
+    }
+    Ok(deleted)
+}
+
 /// Deletes every valid handle's row; returns how many landed. One handle
-/// outside a caller transaction is a single autocommit DELETE; a handle the
-/// plain DELETE leaves (invalid, or keeping its result) goes on to the
-/// workflow ack, in a transaction of its own (or a savepoint in the caller's).
+/// outside a caller transaction is a single autocommit DELETE. More go
+/// through [`ack_many`] in one transaction (or the caller's), and each
+/// handle whose row it left (invalid, keeping its result, or a duplicate id)
+/// goes on to the one-handle ack and then the workflow ack, as a lone handle would.
 pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
-    let ack_all = |c: &Connection, inner: Scope| -> Result<usize> {
-        let mut landed = 0;
-        for job in jobs {
-            if ack_plain(c, ACK, offset, job)? || super::workflows::ack_flow(c, inner, offset, job, None)? {
+    match jobs {
+        [] => return Ok(0),
+        [job] => {
+            let acked =
+                ack_plain(conn, ACK, offset, job)? || super::workflows::ack_flow(conn, scope, offset, job, None)?;
+            return Ok(usize::from(acked));
+        }
+        _ => {}
+    }
+    let ack_all = |c: &Connection| -> Result<usize> {
+        let deleted = ack_many(c, offset, jobs)?;
+        let mut landed = deleted.len();
+        for job in jobs.iter().filter(|j| !deleted.contains(&j.id)) {
+            if ack_plain(c, ACK, offset, job)? || super::workflows::ack_flow(c, Scope::Caller, offset, job, None)? {
                 landed += 1;
             }
         }
         Ok(landed)
     };
-    if scope == Scope::Caller || jobs.len() == 1 {
-        // Inside the caller's transaction each DELETE already lands with it.
-        return ack_all(conn, scope);
+    if scope == Scope::Caller {
+        return ack_all(conn);
     }
-    atomic(conn, Scope::Own, |c| ack_all(c, Scope::Caller))
+    atomic(conn, Scope::Own, ack_all)
 }
 
 /// Back to pending after `delay` seconds (resolved by the Store, which
@@ -191,5 +272,60 @@ impl HandleOps for SqliteEngine {
     fn release(&self, job: &Claimed, delay_s: i64) -> Result<bool> {
         let offset = self.offset();
         self.conns.with_writer(|c| release(c, offset, job, delay_s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alkstore_core::{Claimed, Result};
+    use rusqlite::{params, Connection};
+
+    use crate::error::DbResult;
+    use crate::migrate::migrate;
+
+    /// `n` claimed rows of worker `w`, ids 1..=n, each with its own token.
+    fn claimed(conn: &Connection, n: i64) -> Result<Vec<Claimed>> {
+        for id in 1..=n {
+            conn.execute(
+                "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, \
+                 claim_token, visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, \
+                 worker_id) VALUES (?1, 'q', 'processing', '{}', 0, 1, 3, ?2, 30, 5, 0, 0, 0, unixepoch() + 60, 'w')",
+                params![id, id * 3 + 1],
+            )
+            .db()?;
+        }
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, queue, payload, attempts, max_attempts, priority, worker_id, claim_token, enqueued_at, \
+                 run_at, claimed_at, deadline, expires_at, visibility_timeout_s, backoff_base_s \
+                 FROM __alkstore_jobs ORDER BY id",
+            )
+            .db()?;
+        let mut rows = stmt.query([]).db()?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().db()? {
+            out.push(crate::rows::claimed(row)?);
+        }
+        Ok(out)
+    }
+
+    /// Every valid handle is deleted by the batch statement itself, at every
+    /// batch size and position: the token `CASE` picks each row's own token.
+    /// (The one-handle ack behind it would mend a wrong pick, so only this
+    /// test can see one.)
+    #[test]
+    fn the_batch_statement_deletes_every_valid_handle_it_is_given() -> Result<()> {
+        for n in [2_i64, 7, 8, 9, 31, 33, 127, 128, 129, 300] {
+            let conn = Connection::open_in_memory().db()?;
+            migrate(&conn)?;
+            let jobs = claimed(&conn, n)?;
+            let mut refs: Vec<&Claimed> = jobs.iter().rev().collect();
+            refs.push(&jobs[0]);
+            let deleted = super::ack_many(&conn, 0, &refs)?;
+            assert_eq!(deleted.len() as i64, n, "batch of {n}");
+            let left: i64 = conn.query_row("SELECT count(*) FROM __alkstore_jobs", [], |r| r.get(0)).db()?;
+            assert_eq!(left, 0, "batch of {n}");
+        }
+        Ok(())
     }
 }

@@ -8,7 +8,7 @@ use rusqlite::{params, Connection};
 
 use super::cancel::CANCEL;
 use super::claim::{claim_ready_n, CLAIM, CLAIM_READY, CLAIM_READY_ONE, EXHAUST_DELETE, EXHAUST_MOVE, HAS_LAPSED};
-use super::handle::{ACK, FAIL_DELETE, FAIL_MOVE, HEARTBEAT, RELEASE, RETRY};
+use super::handle::{ack_many_sql, ACK, FAIL_DELETE, FAIL_MOVE, HEARTBEAT, RELEASE, RETRY};
 use super::reads::{DEAD_JOBS, GET_JOB, STATS};
 use super::sweep::{PURGE, SWEEP_DELETE, SWEEP_MOVE};
 use crate::error::DbResult;
@@ -161,6 +161,23 @@ fn maintenance_plans_use_their_indexes() -> Result<()> {
     for sql in [ACK, RETRY, HEARTBEAT, RELEASE, FAIL_MOVE, FAIL_DELETE, CANCEL, GET_JOB] {
         let lines = plan(&conn, sql)?;
         assert!(lines.iter().all(|l| !l.starts_with("SCAN")), "{sql}\n{}", lines.join("\n"));
+    }
+    Ok(())
+}
+
+/// The batch ack seeks each id by primary key, and stays compiled when it
+/// is bound again (every batch binds new ids and tokens).
+#[test]
+fn the_batch_ack_seeks_by_key_and_stays_compiled() -> Result<()> {
+    let conn = populated(false)?;
+    for n in [8, 128] {
+        let sql = ack_many_sql(n);
+        let lines = plan(&conn, &sql)?;
+        assert!(lines.iter().any(|l| l.contains("INTEGER PRIMARY KEY (rowid=?)")), "{}", lines.join("\n"));
+        assert!(lines.iter().all(|l| !l.starts_with("SCAN")), "{}", lines.join("\n"));
+        let mut values: Vec<rusqlite::types::Value> = (0..2 * n as i64).map(rusqlite::types::Value::Integer).collect();
+        values.extend([rusqlite::types::Value::Text("w".into()), rusqlite::types::Value::Integer(0)]);
+        assert_never_reprepared(&conn, "batch ack", &sql, &values)?;
     }
     Ok(())
 }
