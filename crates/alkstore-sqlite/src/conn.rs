@@ -22,6 +22,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::error::DbResult;
+use crate::hot::{Conn, Writer};
 use crate::tx;
 use crate::wal::WalBound;
 
@@ -30,6 +31,8 @@ pub(crate) const NOW: &str = "SELECT unixepoch() + ?1";
 
 /// A connection slot: `None` once the handle is closed.
 pub(crate) type Slot = Arc<Mutex<Option<Connection>>>;
+/// The writer's slot: the connection with its hot statements ([`Writer`]).
+pub(crate) type WriterSlot = Arc<Mutex<Option<Writer>>>;
 
 /// How long `close` waits for an op in flight before leaving the connection
 /// to be dropped by that op. Ops are short; a caller transaction is not, and
@@ -39,7 +42,7 @@ const CLOSE_WAIT: Duration = Duration::from_millis(50);
 /// The writer and reader of one engine handle, plus its closed flag.
 pub(crate) struct Conns {
     /// The single writer; a caller transaction holds it for its whole life.
-    pub(crate) writer: Slot,
+    pub(crate) writer: WriterSlot,
     /// Read-only surfaces.
     reader: Slot,
     /// The wake watcher's own connection (`wake.rs`), once it starts. Closed
@@ -57,7 +60,7 @@ impl Conns {
     /// Wraps freshly opened connections.
     pub(crate) fn new(writer: Connection, reader: Connection, wal: WalBound) -> Self {
         Conns {
-            writer: Arc::new(Mutex::new(Some(writer))),
+            writer: Arc::new(Mutex::new(Some(Writer::new(writer)))),
             reader: Arc::new(Mutex::new(Some(reader))),
             watcher: Arc::new(Mutex::new(None)),
             closed: Arc::new(AtomicBool::new(false)),
@@ -68,7 +71,7 @@ impl Conns {
     /// Runs `f` on the writer, holding it for the duration; afterwards,
     /// still holding it, lets the WAL watch look at the file (`wal.rs`).
     #[inline]
-    pub(crate) fn with_writer<T>(&self, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn with_writer<T>(&self, f: impl FnOnce(&Writer) -> Result<T>) -> Result<T> {
         with_slot(&self.writer, &self.closed, |c| {
             let r = f(c);
             self.wal.after_write(c);
@@ -85,16 +88,24 @@ impl Conns {
     /// Marks the handle closed and drops the connections not in use. Idempotent.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        for slot in [&self.watcher, &self.writer, &self.reader] {
-            if let Some(mut conn) = slot.try_lock_for(CLOSE_WAIT) {
-                conn.take();
-            }
+        if let Some(mut conn) = self.watcher.try_lock_for(CLOSE_WAIT) {
+            conn.take();
+        }
+        if let Some(mut writer) = self.writer.try_lock_for(CLOSE_WAIT) {
+            writer.take();
+        }
+        if let Some(mut conn) = self.reader.try_lock_for(CLOSE_WAIT) {
+            conn.take();
         }
     }
 }
 
 #[inline]
-pub(crate) fn with_slot<T>(slot: &Slot, closed: &AtomicBool, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+pub(crate) fn with_slot<C, T>(
+    slot: &Arc<Mutex<Option<C>>>,
+    closed: &AtomicBool,
+    f: impl FnOnce(&C) -> Result<T>,
+) -> Result<T> {
     let mut guard = slot.lock();
     let result = match guard.as_ref() {
         Some(conn) if !closed.load(Ordering::Acquire) => f(conn),
@@ -118,15 +129,15 @@ pub(crate) enum Scope {
 }
 
 /// Runs `f` atomically on `conn`: all of its statements land or none do.
-pub(crate) fn atomic<T>(conn: &Connection, scope: Scope, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+pub(crate) fn atomic<C: Conn + ?Sized, T>(conn: &C, scope: Scope, f: impl FnOnce(&C) -> Result<T>) -> Result<T> {
     let (begin, end) = match scope {
         Scope::Own => (tx::BEGIN_IMMEDIATE, tx::COMMIT),
         Scope::Caller => (tx::SAVEPOINT, tx::RELEASE),
     };
-    conn.prepare_cached(begin).and_then(|mut s| s.execute([])).db()?;
-    let result = f(conn).and_then(|v| conn.prepare_cached(end).and_then(|mut s| s.execute([])).db().map(|_| v));
+    conn.with_stmt(begin, |s| s.execute([]).db())?;
+    let result = f(conn).and_then(|v| conn.with_stmt(end, |s| s.execute([]).db()).map(|_| v));
     if result.is_err() {
-        undo(conn, scope);
+        undo(conn.conn(), scope);
     }
     result
 }

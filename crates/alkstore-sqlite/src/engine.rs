@@ -12,6 +12,7 @@ use alkstore_core::{Engine, Error, Result, Tx, WakeHub};
 use rusqlite::Connection;
 
 use crate::conn::{Conns, Scope};
+use crate::hot::Writer;
 use crate::options::SqliteOptions;
 use crate::tx::SqliteTx;
 
@@ -47,11 +48,7 @@ impl SqliteEngine {
 
     /// Runs a write op on the caller's transaction when given, else on the writer.
     #[inline]
-    pub(crate) fn write<T>(
-        &self,
-        tx: Option<&mut dyn Tx>,
-        f: impl FnOnce(&Connection, Scope) -> Result<T>,
-    ) -> Result<T> {
+    pub(crate) fn write<T>(&self, tx: Option<&mut dyn Tx>, f: impl FnOnce(&Writer, Scope) -> Result<T>) -> Result<T> {
         match tx {
             Some(tx) => f(self.tx_conn(tx)?, Scope::Caller),
             None => self.conns.with_writer(|c| f(c, Scope::Own)),
@@ -68,7 +65,7 @@ impl SqliteEngine {
     }
 
     /// The connection of a caller transaction begun on this very handle.
-    fn tx_conn<'t>(&self, tx: &'t mut dyn Tx) -> Result<&'t Connection> {
+    fn tx_conn<'t>(&self, tx: &'t mut dyn Tx) -> Result<&'t Writer> {
         let Some(tx) = tx.as_any_mut().downcast_mut::<SqliteTx>() else {
             return Err(Error::Transaction("the transaction belongs to another engine, not this SQLite store".into()));
         };

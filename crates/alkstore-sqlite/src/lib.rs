@@ -39,6 +39,7 @@ mod conn;
 mod engine;
 mod error;
 mod filelocks;
+mod hot;
 mod migrate;
 mod open;
 mod ops;
@@ -63,7 +64,7 @@ pub fn open(path: &str, options: &SqliteOptions) -> Result<Arc<dyn Engine>> {
     // warns (see `shared_file_protection`).
     let _ = filelocks::install();
     let conns = open::open_conns(path, options)?;
-    let store_id = conns.with_writer(migrate::store_id)?;
+    let store_id = conns.with_writer(|w| migrate::store_id(w))?;
     Ok(Arc::new(engine::SqliteEngine::new(conns, path, options, store_id)))
 }
 

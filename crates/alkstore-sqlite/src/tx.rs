@@ -11,8 +11,9 @@ use parking_lot::{ArcMutexGuard, RawMutex};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{params_from_iter, Connection, ToSql};
 
-use crate::conn::Slot;
+use crate::conn::WriterSlot;
 use crate::error::DbResult;
+use crate::hot::Writer;
 
 /// Starts an own write transaction: takes the file's write lock up front so
 /// two processes never interleave, and waits `busy_timeout` for it.
@@ -33,7 +34,7 @@ pub(crate) struct SqliteTx {
     /// The writer, held for the transaction's whole life (an owned guard, so
     /// the transaction can move between threads and outlive the `begin` call).
     /// `None` once it ended.
-    guard: Option<ArcMutexGuard<RawMutex, Option<Connection>>>,
+    guard: Option<ArcMutexGuard<RawMutex, Option<Writer>>>,
     /// The handle's closed flag: a transaction that ends after `close` drops
     /// the connection it was holding.
     closed: Arc<AtomicBool>,
@@ -41,7 +42,7 @@ pub(crate) struct SqliteTx {
 
 impl SqliteTx {
     /// Takes the writer and starts the transaction.
-    pub(crate) fn begin(writer: &Slot, closed: &Arc<AtomicBool>) -> Result<Self> {
+    pub(crate) fn begin(writer: &WriterSlot, closed: &Arc<AtomicBool>) -> Result<Self> {
         let guard = writer.lock_arc();
         let Some(conn) = guard.as_ref().filter(|_| !closed.load(Ordering::Acquire)) else {
             return Err(Error::StoreClosed);
@@ -51,7 +52,7 @@ impl SqliteTx {
     }
 
     /// The connection, while the transaction is open and the handle is not closed.
-    pub(crate) fn conn(&self) -> Result<&Connection> {
+    pub(crate) fn conn(&self) -> Result<&Writer> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::StoreClosed);
         }
@@ -59,7 +60,7 @@ impl SqliteTx {
     }
 
     /// Whether this transaction holds `writer` (i.e. belongs to that engine handle).
-    pub(crate) fn holds(&self, writer: &Slot) -> bool {
+    pub(crate) fn holds(&self, writer: &WriterSlot) -> bool {
         self.guard.as_ref().is_some_and(|g| Arc::ptr_eq(ArcMutexGuard::mutex(g), writer))
     }
 

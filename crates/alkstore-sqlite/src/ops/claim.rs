@@ -20,6 +20,7 @@ use rusqlite::{params, Connection, Params};
 use crate::conn::{atomic, now, Scope};
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
+use crate::hot::Conn;
 use crate::rows;
 
 /// Lapsed leases whose budget is spent: the exhaustion-by-reclaim predicate
@@ -187,19 +188,25 @@ EXISTS (SELECT 1 FROM __alkstore_limits WHERE queue = ?1)";
 
 /// Claims up to `n` (in `1..=1000`, the Store's range) jobs of `queue` for
 /// `worker`, in RETURNING order: the Store sorts them into claim order.
-pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) fn claim<C: Conn + ?Sized>(
+    conn: &C,
+    offset: i64,
+    queue: &str,
+    worker: &str,
+    n: usize,
+) -> Result<Vec<Claimed>> {
     // At most MAX_BATCH (the Store's range rule), so it fits.
     let limit = n as i64;
     let mut claimed = claim_ready(conn, offset, queue, worker, n)?;
     if claimed.is_empty() {
-        let (lapsed, limited) = has_lapsed(conn, queue, offset)?;
+        let (lapsed, limited) = has_lapsed(conn.conn(), queue, offset)?;
         if limited {
-            if let Some(got) = super::limits::claim(conn, offset, queue, worker, n)? {
+            if let Some(got) = super::limits::claim(conn.conn(), offset, queue, worker, n)? {
                 return Ok(got);
             }
         }
         if lapsed || limited {
-            claimed = atomic(conn, Scope::Own, |c| {
+            claimed = atomic(conn.conn(), Scope::Own, |c| {
                 let now = now(c, offset)?;
                 exhaust(c, queue, now)?;
                 run(c, CLAIM, params![queue, worker, now, limit], n)
@@ -211,18 +218,30 @@ pub(crate) fn claim(conn: &Connection, offset: i64, queue: &str, worker: &str, n
 
 /// The claim's fast path alone ([`CLAIM_READY`]): empty also while a lease
 /// has lapsed, which only the full path in [`claim`] takes.
-pub(crate) fn claim_ready(conn: &Connection, offset: i64, queue: &str, worker: &str, n: usize) -> Result<Vec<Claimed>> {
+pub(crate) fn claim_ready<C: Conn + ?Sized>(
+    conn: &C,
+    offset: i64,
+    queue: &str,
+    worker: &str,
+    n: usize,
+) -> Result<Vec<Claimed>> {
     if n == 1 {
-        run(conn, CLAIM_READY_ONE, params![queue, worker, offset], n)
+        // The per-op claim: its statement held by the writer (ADR 0035).
+        conn.with_stmt(CLAIM_READY_ONE, |stmt| collect(stmt, params![queue, worker, offset], n))
     } else {
-        run(conn, &claim_ready_n(n), params![queue, worker, offset], n)
+        run(conn.conn(), &claim_ready_n(n), params![queue, worker, offset], n)
     }
 }
 
 /// Runs one claim statement and collects what it returned.
 #[inline]
 pub(crate) fn run(conn: &Connection, sql: &str, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
-    let mut stmt = conn.prepare_cached(sql).db()?;
+    collect(&mut *conn.prepare_cached(sql).db()?, params, n)
+}
+
+/// Runs a prepared claim statement and collects what it returned.
+#[inline]
+fn collect(stmt: &mut rusqlite::Statement<'_>, params: impl Params, n: usize) -> Result<Vec<Claimed>> {
     let mut rows = stmt.query(params).db()?;
     let mut out = Vec::with_capacity(n.min(64));
     while let Some(row) = rows.next().db()? {

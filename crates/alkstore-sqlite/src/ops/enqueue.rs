@@ -6,6 +6,7 @@ use rusqlite::{params, Connection};
 use crate::conn::{atomic, Scope};
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
+use crate::hot::Conn;
 
 /// The columns and values of one new job. `?8` offset, `?9` absolute run_at
 /// or NULL, `?10` delay, `?11` expires_s or NULL (NULL + x is NULL: no
@@ -129,8 +130,8 @@ pub(crate) const KEEP_RESULT_S: &str = "UPDATE __alkstore_jobs SET keep_result_s
 /// Inserts `jobs` (non-empty) and returns their ids in order. One job outside
 /// a caller transaction is a single autocommit INSERT; several are one
 /// transaction (or one savepoint inside the caller's).
-pub(crate) fn enqueue(
-    conn: &Connection,
+pub(crate) fn enqueue<C: Conn + ?Sized>(
+    conn: &C,
     scope: Scope,
     offset: i64,
     queue: &str,
@@ -145,7 +146,7 @@ pub(crate) fn enqueue(
     }
     // Workflow jobs (SPEC §25): every parent id checked before any write,
     // then each job inserted and linked by migration 0013's trigger.
-    atomic(conn, scope, |c| {
+    atomic(conn.conn(), scope, |c| {
         super::workflows::check_issued(c, jobs)?;
         jobs.iter()
             .map(|job| match (&job.unique_key, job.keep_result_s) {
@@ -195,12 +196,12 @@ fn insert_linked(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, 
 }
 
 #[inline]
-fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &NewJob) -> Result<i64> {
+fn insert<C: Conn + ?Sized>(conn: &C, offset: i64, queue: &str, opts: &QueueOpts, job: &NewJob) -> Result<i64> {
     let (at, delay) = job.ready.parts();
     let max_attempts = job.max_attempts.unwrap_or(opts.max_attempts);
     let (vt, base, keep) = (opts.visibility_timeout_s, opts.backoff_base_s, opts.dead_letter_retention_s);
     if let Some(key) = &job.unique_key {
-        let mut stmt = conn.prepare_cached(ENQUEUE_UNIQUE).db()?;
+        let mut stmt = conn.conn().prepare_cached(ENQUEUE_UNIQUE).db()?;
         let p = params![
             queue,
             job.payload,
@@ -218,23 +219,25 @@ fn insert(conn: &Connection, offset: i64, queue: &str, opts: &QueueOpts, job: &N
         ];
         return stmt.query_row(p, |r| r.get(0)).db();
     }
-    let mut stmt = conn.prepare_cached(ENQUEUE).db()?;
-    stmt.execute(params![
-        queue,
-        job.payload,
-        job.priority,
-        max_attempts,
-        vt,
-        base,
-        keep,
-        offset,
-        at,
-        delay,
-        job.expires_s,
-        job.group
-    ])
-    .db()?;
-    Ok(conn.last_insert_rowid())
+    // The per-op enqueue: its statement held by the writer (ADR 0035).
+    conn.with_stmt(ENQUEUE, |stmt| {
+        stmt.execute(params![
+            queue,
+            job.payload,
+            job.priority,
+            max_attempts,
+            vt,
+            base,
+            keep,
+            offset,
+            at,
+            delay,
+            job.expires_s,
+            job.group
+        ])
+        .db()
+    })?;
+    Ok(conn.conn().last_insert_rowid())
 }
 
 impl EnqueueOps for SqliteEngine {

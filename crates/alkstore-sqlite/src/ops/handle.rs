@@ -8,6 +8,7 @@ use rusqlite::{params, Connection};
 use crate::conn::{atomic, now, Scope};
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
+use crate::hot::Conn;
 
 /// The validity predicate of every handle op, `now` computed in-statement.
 /// `?1` id, `?2` worker, `?3` claim token, `?4` offset.
@@ -75,11 +76,8 @@ pub(crate) const FAIL_DELETE: &str = concat!("DELETE FROM __alkstore_jobs WHERE 
 
 /// The plain ack of one handle (`sql`: [`ACK`], or [`ACK_DROP_RESULT`]):
 /// true when it deleted the row.
-pub(crate) fn ack_plain(conn: &Connection, sql: &str, offset: i64, job: &Claimed) -> Result<bool> {
-    let n = conn
-        .prepare_cached(sql)
-        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset]))
-        .db()?;
+pub(crate) fn ack_plain<C: Conn + ?Sized>(conn: &C, sql: &'static str, offset: i64, job: &Claimed) -> Result<bool> {
+    let n = conn.with_stmt(sql, |s| s.execute(params![job.id, job.worker_id, job.claim_token, offset]).db())?;
     Ok(n == 1)
 }
 
@@ -159,21 +157,23 @@ fn ack_many(conn: &Connection, offset: i64, jobs: &[&Claimed]) -> Result<std::co
 /// through [`ack_many`] in one transaction (or the caller's), and each
 /// handle whose row it left (invalid, keeping its result, or a duplicate id)
 /// goes on to the one-handle ack and then the workflow ack, as a lone handle would.
-pub(crate) fn ack(conn: &Connection, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
+pub(crate) fn ack<C: Conn + ?Sized>(conn: &C, scope: Scope, offset: i64, jobs: &[&Claimed]) -> Result<usize> {
     match jobs {
         [] => return Ok(0),
         [job] => {
-            let acked =
-                ack_plain(conn, ACK, offset, job)? || super::workflows::ack_flow(conn, scope, offset, job, None)?;
+            let acked = ack_plain(conn, ACK, offset, job)?
+                || super::workflows::ack_flow(conn.conn(), scope, offset, job, None)?;
             return Ok(usize::from(acked));
         }
         _ => {}
     }
-    let ack_all = |c: &Connection| -> Result<usize> {
-        let deleted = ack_many(c, offset, jobs)?;
+    let ack_all = |c: &C| -> Result<usize> {
+        let deleted = ack_many(c.conn(), offset, jobs)?;
         let mut landed = deleted.len();
         for job in jobs.iter().filter(|j| !deleted.contains(&j.id)) {
-            if ack_plain(c, ACK, offset, job)? || super::workflows::ack_flow(c, Scope::Caller, offset, job, None)? {
+            if ack_plain(c, ACK, offset, job)?
+                || super::workflows::ack_flow(c.conn(), Scope::Caller, offset, job, None)?
+            {
                 landed += 1;
             }
         }
