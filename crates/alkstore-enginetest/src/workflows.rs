@@ -648,6 +648,17 @@ pub fn a_redriven_parent_among_many_is_not_waited_for_again<H: Harness>(db: &Db<
     Ok(())
 }
 
+/// Parent `a` in queue `p`, failed to dead ("x"), and then child `c` in
+/// queue `c` with `cancel`, born dead for it.
+fn a_dead_parent_and_its_child_born_dead<H: Harness>(db: &Db<H>) -> TestResult<(i64, i64)> {
+    let a = db.put("p", &opts(), "a")?;
+    let ha = db.take("p", "w")?;
+    assert!(db.store.fail(None, &ha, "x")?);
+    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
+    assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "born dead");
+    Ok((a, c))
+}
+
 /// A child enqueued after its parent died (born dead, `cancel`) and then
 /// redriven waits for that parent as for any parent dead when a child is
 /// redriven: the parent's redrive and ack release it, and a purge of the
@@ -655,11 +666,7 @@ pub fn a_redriven_parent_among_many_is_not_waited_for_again<H: Harness>(db: &Db<
 pub fn a_child_born_dead_and_redriven_waits_for_its_dead_parent<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;
     for purge in [false, true] {
-        let a = db.put("p", &opts(), "a")?;
-        let ha = db.take("p", "w")?;
-        assert!(s.fail(None, &ha, "x")?);
-        let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
-        assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "born dead");
+        let (a, c) = a_dead_parent_and_its_child_born_dead(db)?;
         assert_eq!(s.requeue_dead(None, "c", Some(&[c]), 10)?, vec![c]);
         assert_eq!(state(db, "c", c)?, Some(JobState::Waiting), "waits for its dead parent");
         if purge {
@@ -681,11 +688,7 @@ pub fn a_child_born_dead_and_redriven_waits_for_its_dead_parent<H: Harness>(db: 
 /// parent of one).
 pub fn a_parent_s_ack_releases_its_new_child_and_a_redriven_one<H: Harness>(db: &Db<H>) -> TestResult {
     let s = &db.store;
-    let a = db.put("p", &opts(), "a")?;
-    let ha = db.take("p", "w")?;
-    assert!(s.fail(None, &ha, "x")?);
-    let c = db.put_job("c", &opts(), child("c", &[a], OnFailure::Cancel))?;
-    assert_eq!(state(db, "c", c)?, Some(JobState::Dead), "born dead");
+    let (a, c) = a_dead_parent_and_its_child_born_dead(db)?;
     assert_eq!(s.requeue_dead(None, "p", Some(&[a]), 10)?, vec![a]);
     let ha = db.take("p", "w")?;
     let d = db.put_job("c", &opts(), child("d", &[a], OnFailure::Cancel))?;

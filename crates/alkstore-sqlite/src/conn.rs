@@ -88,15 +88,17 @@ impl Conns {
     /// Marks the handle closed and drops the connections not in use. Idempotent.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
-        if let Some(mut conn) = self.watcher.try_lock_for(CLOSE_WAIT) {
-            conn.take();
-        }
-        if let Some(mut writer) = self.writer.try_lock_for(CLOSE_WAIT) {
-            writer.take();
-        }
-        if let Some(mut conn) = self.reader.try_lock_for(CLOSE_WAIT) {
-            conn.take();
-        }
+        drop_unless_busy(&self.watcher);
+        drop_unless_busy(&self.writer);
+        drop_unless_busy(&self.reader);
+    }
+}
+
+/// Drops the connection in `slot` unless an op holds it past [`CLOSE_WAIT`]
+/// (that op drops it when it lets go).
+fn drop_unless_busy<C>(slot: &Arc<Mutex<Option<C>>>) {
+    if let Some(mut conn) = slot.try_lock_for(CLOSE_WAIT) {
+        conn.take();
     }
 }
 

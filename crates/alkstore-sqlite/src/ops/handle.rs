@@ -85,6 +85,8 @@ pub(crate) fn ack_plain<C: Conn + ?Sized>(conn: &C, sql: &'static str, offset: i
 /// next of these by repeating its last handle, so a few texts serve every
 /// batch (each stays compiled in the statement cache).
 const ACK_MANY_SIZES: [usize; 3] = [8, 32, 128];
+/// The most handles one [`ack_many_sql`] statement takes.
+const ACK_MANY_MAX: usize = ACK_MANY_SIZES[ACK_MANY_SIZES.len() - 1];
 
 /// The plain ack of up to `n` handles of one worker in one statement (the
 /// batch twin of [`ACK`], and of Postgres's `ack_many`): `?1..?n` the ids in
@@ -131,13 +133,13 @@ fn ack_many(conn: &Connection, offset: i64, jobs: &[&Claimed]) -> Result<std::co
     sorted.sort_unstable_by(|a, b| (&a.worker_id, a.id).cmp(&(&b.worker_id, b.id)));
     let mut deleted = std::collections::HashSet::with_capacity(jobs.len());
     for group in sorted.chunk_by(|a, b| a.worker_id == b.worker_id) {
-        for chunk in group.chunks(ACK_MANY_SIZES[2]) {
-            let size = ACK_MANY_SIZES.iter().position(|&s| s >= chunk.len()).unwrap_or(2);
+        for chunk in group.chunks(ACK_MANY_MAX) {
+            // The smallest size that fits the chunk (one always does).
+            let size = ACK_MANY_SIZES.partition_point(|&s| s < chunk.len());
             let n = ACK_MANY_SIZES[size];
             let last = chunk[chunk.len() - 1];
-            let padded = || chunk.iter().copied().chain(std::iter::repeat(last)).take(n);
             let mut stmt = conn.prepare_cached(&ack_many_texts()[size]).db()?;
-            for (i, job) in padded().enumerate() {
+            for (i, job) in chunk.iter().copied().chain(std::iter::repeat(last)).take(n).enumerate() {
                 stmt.raw_bind_parameter(i + 1, job.id).db()?;
                 stmt.raw_bind_parameter(n + i + 1, job.claim_token).db()?;
             }
