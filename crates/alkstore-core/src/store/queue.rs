@@ -206,6 +206,13 @@ impl Store {
         self.in_tx(tx, |t| self.engine.get_job(t, queue, id))
     }
 
+    /// `store.get_job(id)`: the live or dead job `id`, whatever its queue
+    /// (one probe by primary key per table, never a walk of the queues).
+    pub fn job_by_id(&self, id: i64) -> Result<Option<Job>> {
+        self.enter(None)?;
+        self.engine.job_by_id(id)
+    }
+
     /// `q.dead_jobs`.
     pub fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
         batch_size("limit", limit)?;
