@@ -428,8 +428,8 @@ def test_backoff_range(attempt: int, base: float, expected: tuple[int, int]) -> 
 
 @pytest.mark.parametrize(
     "error",
-    ["", "plain", "ünïcødé ☃ 𝄞", "x" * 20_000, "multi\nline\ttext", "quote ' and \" and \\"],
-    ids=["empty", "plain", "unicode", "long", "whitespace", "quotes"],
+    ["", "plain", "ünïcødé ☃ 𝄞", "é" * 4096, "multi\nline\ttext", "quote ' and \" and \\"],
+    ids=["empty", "plain", "unicode", "at-the-bound", "whitespace", "quotes"],
 )
 def test_last_error_round_trips(store: alkstore.Store, error: str) -> None:
     q = store.queue("q", max_attempts=1)
@@ -440,6 +440,28 @@ def test_last_error_round_trips(store: alkstore.Store, error: str) -> None:
     for job_id in (failed, retried):
         job = q.get_job(job_id)
         assert job is not None and job.state == "dead" and job.last_error == error
+
+
+#: The most UTF-8 bytes a stored error keeps (docs/queues.md, issue 44).
+MAX_ERROR_BYTES = 8192
+
+
+def test_a_longer_error_is_cut_not_refused(store: alkstore.Store) -> None:
+    """A failing handler's error is recorded whatever its size: past 8 KiB its
+    start and end are kept around a marker, cut at character boundaries."""
+    q = store.queue("q", max_attempts=1)
+    failed, retried = q.enqueue_many([1, 2])
+    h1, h2 = q.claim_batch("w", 2)
+    error = "Traceback: " + "☃" * 20_000 + " ValueError: the end"
+    assert h1.fail(error) is True
+    assert h2.retry(error) is True
+    for job_id in (failed, retried):
+        job = q.get_job(job_id)
+        assert job is not None and job.last_error is not None
+        kept = job.last_error
+        assert len(kept.encode()) <= MAX_ERROR_BYTES < len(error.encode())
+        assert kept.startswith("Traceback: ☃") and kept.endswith("☃ ValueError: the end")
+        assert f"[an error of {len(error.encode())} bytes, cut to {MAX_ERROR_BYTES}]" in kept
 
 
 @pytest.mark.parametrize("op", ["fail", "retry-at-budget"])
