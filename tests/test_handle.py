@@ -10,6 +10,7 @@ import pytest
 
 import alkstore
 from tests.conftest import PG_URL, Target, drop_schema, new_schema_name
+from tests.workers import running, wait_for
 
 # Also through PgBouncer in transaction mode (SPEC §26).
 pytestmark = pytest.mark.pgbouncer
@@ -462,6 +463,27 @@ def test_a_longer_error_is_cut_not_refused(store: alkstore.Store) -> None:
         assert len(kept.encode()) <= MAX_ERROR_BYTES < len(error.encode())
         assert kept.startswith("Traceback: ☃") and kept.endswith("☃ ValueError: the end")
         assert f"[an error of {len(error.encode())} bytes, cut to {MAX_ERROR_BYTES}]" in kept
+
+
+def test_a_workers_huge_exception_is_recorded_cut_and_the_worker_goes_on(store: alkstore.Store) -> None:
+    """The Worker stores ``repr()`` of what a handler raised: a 5 MB message is
+    recorded (cut), the job is dead with it, and the next job runs."""
+    worker = alkstore.Worker(store, concurrency=1)
+    q = store.queue("q", max_attempts=1)
+    huge, fine = q.enqueue_many([{"huge": True}, {"huge": False}])
+
+    @worker.handler("q")
+    def handle(payload: dict[str, bool], _job: alkstore.JobHandle) -> None:
+        if payload["huge"]:
+            raise ValueError("start " + "x" * 5_000_000 + " end")
+
+    with running(worker):
+        wait_for(lambda: worker.counts.dead == 1 and worker.counts.acked == 1)
+    dead = q.get_job(huge)
+    assert dead is not None and dead.state == "dead" and dead.last_error is not None
+    assert len(dead.last_error.encode()) <= MAX_ERROR_BYTES
+    assert dead.last_error.startswith("ValueError('start xxx") and dead.last_error.endswith("xxx end')")
+    assert q.get_job(fine) is None, "acked"
 
 
 @pytest.mark.parametrize("op", ["fail", "retry-at-budget"])
