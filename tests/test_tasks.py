@@ -8,6 +8,7 @@ Worker made by the registry routing each job to its task.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -198,3 +199,90 @@ def test_current_job_is_the_running_job(store: Store) -> None:
     assert ids == [job_id]
     with pytest.raises(LookupError, match="no alkstore job is running here"):
         alkstore.current_job()
+
+
+def scale(factor: int, n: int) -> int:
+    return factor * n
+
+
+async def ascale(factor: int, n: int) -> int:
+    await asyncio.sleep(0)
+    return factor * n
+
+
+class Scaler:
+    """A callable object: no ``__qualname__`` of its own, as a partial has none."""
+
+    def __init__(self, factor: int) -> None:
+        self.factor = factor
+
+    def __call__(self, n: int) -> int:
+        return self.factor * n
+
+
+class AsyncScaler(Scaler):
+    async def __call__(self, n: int) -> int:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return self.factor * n
+
+
+def test_a_partial_or_a_callable_object_must_be_given_a_name(store: Store) -> None:
+    tasks = Tasks(store)
+    nameless: list[object] = [
+        functools.partial(scale, 2),
+        functools.partial(ascale, 2),
+        Scaler(2),
+        AsyncScaler(2),
+    ]
+    for fn in nameless:
+        with pytest.raises(TypeError, match=r'has no __qualname__ to name its task by: pass name="\.\.\."'):
+            tasks.task(fn)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"pass name="):
+            tasks.task(queue="q")(fn)  # type: ignore[arg-type]
+    assert len(tasks) == 0 and store.queues() == [], "nothing registered, nothing written"
+
+
+def test_named_partials_and_callable_objects_run_sync_and_async(store: Store) -> None:
+    tasks = Tasks(store)
+    made = [
+        tasks.task(name="scale.partial", queue="q")(functools.partial(scale, 2)),
+        tasks.task(name="scale.apartial", queue="q")(functools.partial(ascale, 3)),
+        tasks.task(name="scale.object", queue="q")(Scaler(4)),
+        tasks.task(name="scale.aobject", queue="q")(AsyncScaler(5)),
+        tasks.task(name="scale.apartial_object", queue="q")(functools.partial(AsyncScaler(6))),
+    ]
+    ids = [t.options(keep_result=3600).enqueue(10) for t in made]
+    worker = tasks.worker(concurrency=2)
+    with running(worker):
+        wait_for(lambda: worker.counts.acked + worker.counts.retried >= len(ids))
+    assert (worker.counts.acked, worker.counts.retried) == (5, 0), worker.counts
+    results = [store.result(i) for i in ids]
+    assert [r.value if r is not None else None for r in results] == [20, 30, 40, 50, 60]
+
+
+def test_a_periodic_task_is_checked_when_it_is_decorated(store: Store) -> None:
+    tasks = Tasks(store)
+    with pytest.raises(alkstore.InvalidSpec, match="never"):
+        tasks.periodic("0 0 30 2 *")  # February 30th
+    with pytest.raises(alkstore.InvalidSpec):
+        tasks.periodic("*/5 * * *")  # four fields
+    with pytest.raises(ValueError, match="tz must be an IANA time zone name"):
+        tasks.periodic("0 9 * * *", tz="Mars/Olympus_Mons")
+
+    def needs(x: int) -> None: ...
+
+    def keyword_only(*, x: int) -> None: ...
+
+    for fn in (needs, keyword_only):
+        with pytest.raises(TypeError, match=r"periodic task .*no arguments, but missing a required"):
+            tasks.periodic("@every 1m")(fn)
+    with pytest.raises(alkstore.InvalidName):
+        tasks.periodic("@every 1m", name="x" * 201)(lambda: None)
+    assert len(tasks) == 0, "a refused decoration registers nothing"
+    assert tasks.register_schedules() == []
+
+    @tasks.periodic("@every 1m", name="fine")
+    def defaults_only(x: int = 1) -> None: ...
+
+    assert tasks.register_schedules() == ["fine"]
+    assert [s.name for s in store.schedules()] == ["fine"]
