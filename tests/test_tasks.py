@@ -11,6 +11,7 @@ import asyncio
 import functools
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -244,7 +245,7 @@ def test_a_partial_or_a_callable_object_must_be_given_a_name(store: Store) -> No
 
 def test_named_partials_and_callable_objects_run_sync_and_async(store: Store) -> None:
     tasks = Tasks(store)
-    made = [
+    made: list[alkstore.Task[..., Any]] = [
         tasks.task(name="scale.partial", queue="q")(functools.partial(scale, 2)),
         tasks.task(name="scale.apartial", queue="q")(functools.partial(ascale, 3)),
         tasks.task(name="scale.object", queue="q")(Scaler(4)),
@@ -275,7 +276,7 @@ def test_a_periodic_task_is_checked_when_it_is_decorated(store: Store) -> None:
 
     for fn in (needs, keyword_only):
         with pytest.raises(TypeError, match=r"periodic task .*no arguments, but missing a required"):
-            tasks.periodic("@every 1m")(fn)
+            tasks.periodic("@every 1m")(fn)  # type: ignore[arg-type]
     with pytest.raises(alkstore.InvalidName):
         tasks.periodic("@every 1m", name="x" * 201)(lambda: None)
     assert len(tasks) == 0, "a refused decoration registers nothing"
