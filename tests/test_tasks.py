@@ -287,3 +287,50 @@ def test_a_periodic_task_is_checked_when_it_is_decorated(store: Store) -> None:
 
     assert tasks.register_schedules() == ["fine"]
     assert [s.name for s in store.schedules()] == ["fine"]
+
+
+class WhereRouted(Tasks):
+    """Records, for each job routed, whether an event loop was running on the
+    thread that routed it: the thread that claimed the job routes it."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.routed: list[tuple[str, str, bool]] = []
+
+    def _route(self, job: alkstore.JobHandle) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        self.routed.append((job.payload["task"], threading.current_thread().name, on_loop))
+        return super()._route(job)
+
+
+def test_the_claim_after_an_async_task_is_not_made_on_the_event_loop(store: Store) -> None:
+    """A finished sync task's thread claims the next job itself; a finished async
+    task's callback runs on the event loop's thread, where a claim would block
+    every other async task, so the claiming thread claims instead."""
+    tasks = WhereRouted(store)
+
+    @tasks.task(queue="mixed", name="first")
+    async def first() -> None:
+        await asyncio.sleep(0)
+
+    @tasks.task(queue="mixed", name="second")
+    def second() -> None: ...
+
+    @tasks.task(queue="mixed", name="third")
+    def third() -> None: ...
+
+    first.enqueue()
+    second.enqueue()
+    third.enqueue()
+    worker = tasks.worker(concurrency=1)  # one slot: the next job waits for the one before
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 3)
+    assert [name for name, _, _ in tasks.routed] == ["first", "second", "third"]
+    on_loop = [(name, thread) for name, thread, loop in tasks.routed if loop]
+    assert on_loop == [], f"claimed on the event loop's thread: {on_loop}"
+    # The hand-off from a finished sync task to the next job still happens on its thread.
+    assert tasks.routed[2][1].startswith("alkstore-handler"), tasks.routed

@@ -384,7 +384,9 @@ class Run:
                 )
             fut = call
         rec.future = fut
-        fut.add_done_callback(partial(self._done, seq, rec, h))
+        # Whether the job ran on the event loop is the route's answer, not the
+        # queue's: a task queue runs sync and async tasks alike.
+        fut.add_done_callback(partial(self._done, seq, rec, is_async))
 
     def _executor(self, is_async: bool) -> Any:
         """The event loop or the thread pool, made on first use."""
@@ -415,7 +417,10 @@ class Run:
         if self._pool is not None and isinstance(rec.future, Call):
             self._pool.abandon(rec.future)
 
-    def _done(self, seq: int, rec: _InFlight, h: Handler, fut: Pending[_runner.Outcome]) -> None:
+    def _done(self, seq: int, rec: _InFlight, on_loop: bool, fut: Pending[_runner.Outcome]) -> None:
+        """Counts a finished job and frees its slot, or hands the slot to the
+        next ready job. Runs where the job ran: its pool thread, or the event
+        loop's thread for an async handler (``on_loop``)."""
         kind: str | None
         try:
             kind = _kind(fut.result(), rec.job)
@@ -432,9 +437,10 @@ class Run:
             self._end_span(rec, kind)
         # A handler thread that finished takes the next ready job itself and
         # hands it its slot: no wake of the claiming thread and no hop between
-        # threads per job. Not on the event loop's thread: a claim blocks.
+        # threads per job. Not on the event loop's thread: a claim blocks, and
+        # every async job would wait for it.
         nxt = rec.next
-        if nxt is None and not h.is_async and not self.halt.stopped:
+        if nxt is None and not on_loop and not self.halt.stopped:
             nxt = self._next_ready(rec.tried)
         counted: str | None = None
         with self._lock:
