@@ -11,6 +11,7 @@ use crate::convert::{duration, opt_duration, to_datetime, to_opt_datetime};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::json;
+use crate::repr;
 use crate::tx::{run, Transaction};
 use crate::workflows;
 
@@ -274,10 +275,12 @@ impl JobHandle {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "<alkstore.JobHandle id={} queue={:?} attempts={}>",
-            self.claimed.id, self.claimed.queue, self.claimed.attempts
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<alkstore.JobHandle id={} queue={} attempts={}>",
+            self.claimed.id,
+            repr::text(py, &self.claimed.queue)?,
+            self.claimed.attempts
+        ))
     }
 }
