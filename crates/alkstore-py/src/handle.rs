@@ -235,6 +235,15 @@ impl JobHandle {
         Ok(exit::detach(py, || self.store.get_job(None, queue, id)).py()?.is_none())
     }
 
+    /// The state of the job's row now ("pending", "processing", "dead", …),
+    /// or None when the row is gone: after a settling call whose reply was
+    /// lost, what tells whether it landed. For the runner, not public.
+    fn _state(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
+        let (queue, id) = (&self.claimed.queue, self.claimed.id);
+        let row = exit::detach(py, || self.store.get_job(None, queue, id)).py()?;
+        Ok(row.map(|job| job.state.as_str()))
+    }
+
     /// The stamped lease length in seconds, for the runner's heartbeat
     /// interval without building two datetimes per job (not public).
     #[getter]
