@@ -138,26 +138,19 @@ OnRetry = Callable[[], None]
 OnTimeout = Callable[[Outcome], None]
 
 
-class _Landing:
-    """What settling one job met: ``unsure`` once a call was cut off with its
-    outcome unknown (``ConnectionLost``: it may have committed)."""
-
-    __slots__ = ("unsure",)
-
-    def __init__(self) -> None:
-        self.unsure = False
-
-
 def _land(
     what: str,
     op: Callable[[], bool],
     job: JobHandle,
     beat: Entry | None,
     on_retry: OnRetry | None,
-    landing: _Landing,
-) -> bool:
+    unsure: bool = False,
+) -> bool | None:
     """Runs the settling ``op``, again after each transient error while the
-    lease may hold; False once it cannot hold any more (the job is lost)."""
+    lease may hold. True once it lands; False when it did not (the job is no
+    longer this handle's, or the lease can no longer hold); None instead of
+    False when a try was cut off with its outcome unknown (``ConnectionLost``,
+    or ``unsure`` given: it may have landed)."""
     pause = _SETTLE_PAUSE_S
     tries = 0
     while True:
@@ -166,8 +159,7 @@ def _land(
         except DatabaseError as exc:
             if not exc.transient:
                 raise
-            if isinstance(exc, ConnectionLost):
-                landing.unsure = True
+            unsure = unsure or isinstance(exc, ConnectionLost)
             if not may_hold(job, beat):
                 log.error(
                     "job %d of %r: the %s failed (%s) until its lease could no longer hold; "
@@ -177,7 +169,7 @@ def _land(
                     what,
                     exc,
                 )
-                return False
+                return None if unsure else False
             tries += 1
             if tries == 1:
                 log.warning(
@@ -194,7 +186,7 @@ def _land(
             continue
         if tries:
             log.info("job %d of %r: the %s landed after %d more tries", job.id, job.queue, what, tries)
-        return landed
+        return True if landed else None if unsure else False
 
 
 def _unkept(job: JobHandle, exc: Exception) -> None:
@@ -250,34 +242,31 @@ def settle(
     outcome: Outcome
     if job.cancel_requested and job._settled is None:
         return "cancelled"  # its row is gone: nothing to settle, nothing to run again
-    landing = _Landing()
+    landed: bool | None
     if error is None:
         kept = result_of(job, result) if result is not None and job._settled is None else None
-        landed = None
+        landed, unsure = None, False
         if ack is not None:
             try:
                 landed = ack(job, kept)
             except ConnectionLost:  # it may have committed: the plain ack tries again
-                landing.unsure = True
+                unsure = True
         if landed is None:
-            landed = _land("ack", _acking(job, kept), job, beat, on_retry, landing)
+            landed = _land("ack", _acking(job, kept), job, beat, on_retry, unsure)
         outcome = "acked"
     elif isinstance(error, Fail):
         message = str(error)
-        landed = _land("fail", lambda: job.fail(message), job, beat, on_retry, landing)
-        outcome = "failed"
+        landed, outcome = _land("fail", lambda: job.fail(message), job, beat, on_retry), "failed"
     elif isinstance(error, Snooze):
         seconds = error.seconds
-        landed = _land("snooze", lambda: job.snooze(seconds), job, beat, on_retry, landing)
-        outcome = "snoozed"
+        landed, outcome = _land("snooze", lambda: job.snooze(seconds), job, beat, on_retry), "snoozed"
     elif isinstance(error, Retry):
         message, after = error.error if error.error is not None else repr(error), error.after
-        landed = _land("retry", lambda: job.retry(message, delay=after), job, beat, on_retry, landing)
+        landed = _land("retry", lambda: job.retry(message, delay=after), job, beat, on_retry)
         outcome = "retried"
     else:
         message = str(error) if isinstance(error, TimedOut) else repr(error)
-        landed = _land("retry", lambda: job.retry(message), job, beat, on_retry, landing)
-        outcome = "retried"
+        landed, outcome = _land("retry", lambda: job.retry(message), job, beat, on_retry), "retried"
     if landed:
         return outcome
     # Nothing left to settle: the code did it through this handle (its
@@ -288,7 +277,7 @@ def settle(
     done = _SETTLED.get(job._settled)
     if done is not None:
         return done
-    if landing.unsure:
+    if landed is None:
         # One of our calls lost its reply, and may have committed: the row's
         # state now, not a cancel nobody asked for, says what happened.
         return _seen(job, outcome)
