@@ -20,6 +20,7 @@ use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::lock::Lock;
 use crate::queue::Queue;
+use crate::repr;
 use crate::schedule::{Priority, Schedule, ScheduleArgs};
 use crate::stop::StopToken;
 use crate::stream::Stream;
@@ -359,8 +360,12 @@ impl Store {
         self.inner.advance_clock(s.ceil() as i64).py()
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let state = if self.inner.is_closed() { " closed" } else { "" };
-        format!("<alkstore.Store engine={:?} target={:?}{state}>", self.inner.engine_kind(), self.target)
+        Ok(format!(
+            "<alkstore.Store engine={} target={}{state}>",
+            repr::text(py, self.inner.engine_kind())?,
+            repr::text(py, &self.target)?
+        ))
     }
 }
