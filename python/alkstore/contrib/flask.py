@@ -78,6 +78,10 @@ class Alkstore:
             self.init_app(app, tasks=tasks)
 
     def init_app(self, app: Flask, *, tasks: Tasks | None = None) -> None:
+        """Opens the store of ``app.config["ALKSTORE_URL"]`` (with
+        ``ALKSTORE_OPTIONS``) now, so a wrong URL fails at startup, binds
+        ``tasks`` to it, and adds the ``flask alkstore`` commands. A process
+        forked later opens its own store at its first request."""
         url = app.config.get("ALKSTORE_URL")
         if not url:
             raise RuntimeError(

@@ -71,6 +71,7 @@ class Tasks(alkstore.Tasks):
 
     @property
     def store(self) -> alkstore.Store:
+        """The store the registry was bound to, or else the project's (``store()``)."""
         bound = self._store
         return bound if bound is not None else _project_store()
 
