@@ -15,7 +15,7 @@ A task's job is an ordinary job whose payload is ``{"task": NAME, "args":
 [...], "kwargs": {...}}`` (ADR 0026); NAME routes it, so many tasks share a
 queue. Arguments are bound against the function's signature and checked as
 JSON when the job is enqueued, never when it runs. A Worker made by
-:meth:`Tasks.worker` runs each job through the task its payload names; what
+``Tasks.worker`` runs each job through the task its payload names; what
 the task returns or raises is settled as for any handler (``alkstore._runner``);
 what it returns is its job's result (SPEC §25).
 """
@@ -87,8 +87,8 @@ class _Stamps:
 
 
 class Task(Generic[P, R]):
-    """A function registered with :class:`Tasks`. Calling it runs it here;
-    :meth:`enqueue` makes a job that a worker runs."""
+    """A function registered with ``Tasks``. Calling it runs it here;
+    ``enqueue`` makes a job that a worker runs."""
 
     def __init__(
         self,
@@ -134,7 +134,7 @@ class Task(Generic[P, R]):
         return self.options().enqueue(*args, **kwargs)
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`enqueue` for asyncio: the database call leaves the loop free."""
+        """``enqueue`` for asyncio: the database call leaves the loop free."""
         return await self.options().aenqueue(*args, **kwargs)
 
     def options(
@@ -216,7 +216,7 @@ class Task(Generic[P, R]):
 
 @dataclass(frozen=True)
 class TaskCall(Generic[P, R]):
-    """A task with enqueue options, from :meth:`Task.options`."""
+    """A task with enqueue options, from ``Task.options``."""
 
     task: Task[P, R]
     delay: _Duration | None = None
@@ -244,7 +244,7 @@ class TaskCall(Generic[P, R]):
         return given
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`Task.enqueue` with these options."""
+        """``Task.enqueue`` with these options."""
         payload = self.task._payload(args, kwargs)
         conn = self.conn
         if conn is None and self.tx is None:
@@ -263,7 +263,7 @@ class TaskCall(Generic[P, R]):
         )
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`Task.aenqueue` with these options (``tx=`` is for the sync form)."""
+        """``Task.aenqueue`` with these options (``tx=`` is for the sync form)."""
         if self.tx is not None:
             raise TypeError(
                 "aenqueue takes conn= (an async connection), not tx=: use enqueue inside a transaction"
@@ -310,7 +310,7 @@ class _Periodic:
 
 
 class Tasks:
-    """A registry of tasks bound to one store (or bound later with :meth:`bind`,
+    """A registry of tasks bound to one store (or bound later with ``bind``,
     e.g. by ``alkstore worker URL --tasks module:tasks``)."""
 
     def __init__(self, store: Store | None = None) -> None:
@@ -433,7 +433,7 @@ class Tasks:
         """Registers a task that takes no arguments and a schedule that fires
         it by ``spec`` (SPEC §8, §23) in time zone ``tz``. The schedule, named
         ``name`` (default: the task's name), is written to the store by
-        :meth:`worker` or :meth:`register_schedules`; some process must run the
+        ``worker`` or ``register_schedules``; some process must run the
         schedules (``store.run_schedules``, or ``alkstore worker --tasks``).
 
         Everything the schedule will need is checked here, as ``store.schedule``
@@ -480,7 +480,7 @@ class Tasks:
         telemetry: bool = False,
         store: Store | None = None,
     ) -> Worker:
-        """A :class:`~alkstore.Worker` that runs every task's jobs (of
+        """A ``alkstore.Worker`` that runs every task's jobs (of
         ``queues``, default every queue a task uses), each job through the task
         its payload names; a name no task here has is retried with
         ``last_error`` "unknown task 'NAME'". Registers the periodic tasks'

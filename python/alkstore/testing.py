@@ -31,7 +31,7 @@ WORKER_ID = "alkstore-testing"
 
 @dataclass(frozen=True)
 class DrainResult:
-    """What :func:`drain` did: jobs acked, retried (counting the attempt),
+    """What ``drain`` did: jobs acked, retried (counting the attempt),
     dead (``Fail``, or a failure on the last attempt) and snoozed."""
 
     acked: int = 0

@@ -16,10 +16,10 @@ def signup(): send_welcome.enqueue("ada@example.com"); ...
 ``alkstore worker URL --tasks`` does. Config: ``ALKSTORE_URL`` (required),
 ``ALKSTORE_OPTIONS`` (more ``alkstore.open`` options: schema, pool_size, ...).
 The store opens when the extension is initialised (the application's start)
-and closes at interpreter exit, or at :meth:`Alkstore.close`. A store belongs
+and closes at interpreter exit, or at ``Alkstore.close``. A store belongs
 to the process that opened it: in a worker forked from the process that made
 the application (gunicorn ``--preload``, uWSGI), the first request, or the
-first use of :attr:`Alkstore.store`, opens that worker's own store and binds
+first use of ``Alkstore.store``, opens that worker's own store and binds
 the registry to it (``contrib._process``).
 """
 

@@ -19,7 +19,7 @@ with transaction.atomic():
 ``manage.py migrate`` creates the store's tables (a migration of this app
 opens the store: the engine makes its own tables), ``manage.py
 alkstore_worker --tasks app.jobs:tasks`` runs the tasks, and the admin has a
-page per queue. Settings: :mod:`alkstore.contrib.django.conf`.
+page per queue. Settings: ``alkstore.contrib.django.conf``.
 """
 
 from __future__ import annotations
@@ -53,13 +53,13 @@ def store() -> alkstore.Store:
 
 def close() -> None:
     """Closes the stores this process opened (``store()`` opens again on next use).
-    The test runner of :mod:`alkstore.contrib.django.test` calls it before
+    The test runner of ``alkstore.contrib.django.test`` calls it before
     Django drops the test databases, which Postgres refuses while connected."""
     _stores.close()
 
 
 class Tasks(alkstore.Tasks):
-    """An ``alkstore.Tasks`` on the project's :func:`store`, which it opens on
+    """An ``alkstore.Tasks`` on the project's ``store``, which it opens on
     first use (not at import, so tests reach the test database). A task's
     ``enqueue()`` runs on Django's connection to the store's database, so
     inside ``transaction.atomic()`` the job commits with the ORM's writes and
