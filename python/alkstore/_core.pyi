@@ -264,8 +264,10 @@ class Transaction:
     Use it as `with store.transaction() as tx:`; the block commits on a clean
     exit and rolls back when it raises. Run your own SQL with `execute` and
     `query` (placeholders `?` on SQLite, `$1` on Postgres), and pass `tx=tx` to
-    alkstore's calls so that their writes commit or roll back with yours. A
-    thread holds at most one open transaction per store.
+    alkstore's calls so that their writes commit or roll back with yours. While
+    a thread holds one, a call of that store without `tx=` on the same thread,
+    or a nested `store.transaction()`, raises `TransactionError` (it would wait
+    on itself).
     """
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -286,7 +288,9 @@ class Transaction:
 
         Raises:
             TransactionClosed: The block has ended.
-            DatabaseError: The database refused the statement.
+            DatabaseError: The database refused the statement (with `.code`, the
+                SQLite code or the Postgres SQLSTATE). The transaction is doomed:
+                the block rolls back, whatever the caller does with the error.
         """
     def query(self, sql: str, params: Sequence[_SqlParam] | None = None) -> list[dict[str, Any]]:
         """Runs one query of yours in the transaction; returns its rows, each a dict
