@@ -36,6 +36,7 @@ def chain(store: Store, q: Queue, n: int) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # the enqueue of 100,000 linked jobs one by one: about a minute on Postgres
 def test_a_chain_of_100000_fails_at_its_head_in_one_call(store: Store) -> None:
     q = store.queue("pipeline", max_attempts=1)
     ids = chain(store, q, 100_000)
