@@ -7,7 +7,7 @@
 //! wrong". And no message may carry the URL's password: every error leaving
 //! the engine passes through [`Exit`], the only user of the core's
 //! [`Redactor`] here (tokio-postgres does not echo passwords today, but a
-//! config error or a server message could quote the input; scrubbing at the
+//! config error or a server message could quote the URL; scrubbing at the
 //! engine boundary makes the guarantee independent of the driver). Every
 //! call of the engine, of a transaction and of open blocks on the runtime
 //! through [`Exit::block_on`], so no path out can skip it.
@@ -85,7 +85,8 @@ fn is_pooler_symptom(code: &str, message: &str) -> bool {
 
 /// Appended to the message of such an error.
 const POOLER_HINT: &str = " (behind a transaction pooler such as PgBouncer in pool_mode=transaction? \
-     open the store with statements=\"unnamed\"; see docs/scaling.md)";
+     open the store with statements=\"unnamed\" — in a URL, as the command line takes it: \
+     ?statements=unnamed; see docs/scaling.md)";
 
 /// Maps a tokio-postgres error.
 pub fn pg_error(e: &tokio_postgres::Error) -> Error {
@@ -151,16 +152,19 @@ fn with_sources(e: &dyn StdError) -> String {
 mod tests {
     use super::*;
 
-    /// An open failure names the store, and nothing that leaves quotes the password.
+    /// An open failure names the store, and nothing that leaves quotes the
+    /// password: a message quoting the URL gets the masked URL.
     #[test]
     fn the_exit_scrubs_and_open_errors_name_the_store() {
         let url = "postgresql://bob:s3cret@h/db";
         let exit = Exit::for_url(url);
-        let lost = Error::ConnectionLost { message: "password s3cret refused".into() };
+        let lost = Error::ConnectionLost { message: format!("{url} refused") };
         assert_eq!(
             exit.leave::<()>(Err(at_open(&redact_url(url), lost))),
             Err(Error::ConnectionLost {
-                message: "could not open Postgres store at postgresql://bob:***@h/db: password *** refused".into()
+                message: "could not open Postgres store at postgresql://bob:***@h/db: postgresql://bob:***@h/db \
+                          refused"
+                    .into()
             })
         );
         let bad = "postgresql://bob:s3cret@h:notaport/db";
