@@ -73,6 +73,14 @@ fn is_connection_code(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P")
 }
 
+/// An unnamed statement given more or fewer parameters than it has: the
+/// server calls the Bind a protocol violation (08P01), yet only the
+/// statement failed and the session goes on (for a named statement the
+/// driver counts before sending).
+fn is_parameter_count(code: &str, message: &str) -> bool {
+    code == "08P01" && message.starts_with("bind message supplies")
+}
+
 /// What a named prepared statement meets behind a transaction pooler: the
 /// name unknown on the session the pooler picked (26000), or taken there by
 /// another client's statement (42P05). Only a hint: the same names can also
@@ -102,7 +110,7 @@ pub fn pg_error(e: &tokio_postgres::Error) -> Error {
             message.push_str(hint);
             message.push(')');
         }
-        if is_connection_code(&code) {
+        if is_connection_code(&code) && !is_parameter_count(&code, &message) {
             return Error::ConnectionLost { message: format!("{message} (code {code})") };
         }
         if is_pooler_symptom(&code, &message) {
@@ -181,6 +189,11 @@ mod tests {
 
     #[test]
     fn connection_codes() {
+        assert!(is_parameter_count(
+            "08P01",
+            "bind message supplies 1 parameters, but prepared statement \"\" requires 2"
+        ));
+        assert!(!is_parameter_count("08P01", "invalid frontend message type 0"));
         assert!(is_connection_code("57P01"));
         assert!(is_connection_code("08006"));
         assert!(!is_connection_code("57014"));

@@ -82,20 +82,16 @@ macro_rules! declared {
 
 declared! {
     bool => BOOL,
-    i16 => INT2,
     i32 => INT4,
     i64 => INT8,
     f64 => FLOAT8,
     String => TEXT,
-    Vec<bool> => BOOL_ARRAY,
     Vec<i32> => INT4_ARRAY,
     Vec<i64> => INT8_ARRAY,
-    Vec<f64> => FLOAT8_ARRAY,
-    Vec<String> => TEXT_ARRAY,
-    Vec<Option<String>> => TEXT_ARRAY,
     Vec<Option<i64>> => INT8_ARRAY,
     Vec<&str> => TEXT_ARRAY,
     Vec<Option<&str>> => TEXT_ARRAY,
+    Vec<String> => TEXT_ARRAY,
 }
 
 impl<T: Declared> Declared for Option<T> {
@@ -114,6 +110,32 @@ impl Declared for [i64] {
     const TYPE: Type = Type::INT8_ARRAY;
 }
 
-impl Declared for [String] {
-    const TYPE: Type = Type::TEXT_ARRAY;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the driver sends a `T` as the type `T` declares (it refuses
+    /// any type its `ToSql` does not accept).
+    fn sent_as_declared<T: Declared + ToSql>() -> bool {
+        T::accepts(&T::TYPE)
+    }
+
+    #[test]
+    fn every_value_is_sent_as_the_type_it_declares() {
+        assert!(sent_as_declared::<bool>());
+        assert!(sent_as_declared::<i32>());
+        assert!(sent_as_declared::<i64>());
+        assert!(sent_as_declared::<f64>());
+        assert!(sent_as_declared::<String>());
+        assert!(sent_as_declared::<&str>());
+        assert!(sent_as_declared::<Option<&str>>());
+        assert!(sent_as_declared::<&[i64]>());
+        assert!(sent_as_declared::<Vec<i32>>());
+        assert!(sent_as_declared::<Vec<i64>>());
+        assert!(sent_as_declared::<Vec<Option<i64>>>());
+        assert!(sent_as_declared::<Vec<&str>>());
+        assert!(sent_as_declared::<Vec<Option<&str>>>());
+        assert!(sent_as_declared::<Vec<String>>());
+        assert!(!<i64 as ToSql>::accepts(&Type::INT4), "an i64 meets int8 only");
+    }
 }

@@ -312,7 +312,7 @@ impl Tx for PgTx {
                 }
             })?;
             self.discard |= discard;
-            return rows;
+            return self.exit.leave(rows);
         }
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
