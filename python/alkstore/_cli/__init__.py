@@ -389,7 +389,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         return args
     except _UsageError as first:
         error = first
-    missing = error.message.startswith("the following arguments are required")
+    # argparse: "the following arguments are required: URL, QUEUE" (or "--id").
+    prefix = "the following arguments are required: "
+    missing = error.message.startswith(prefix) and any(
+        not name.startswith("-") for name in error.message[len(prefix) :].split(", ")
+    )
     url = os.environ.get(URL_ENV)
     if missing and url and words and words[0] not in NO_STORE and not words[0].startswith("-"):
         try:
