@@ -74,6 +74,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[tuple[str, int]]:
         ["jobs", "--dead", "q"],
         ["jobs", "q", "--limit", "5", "--json"],
         ["result", "{id}"],
+        ["job", "{id}"],
         ["sweep", "q"],
         ["schedules"],
         ["pause", "q"],
@@ -82,6 +83,7 @@ def sqlite_store(tmp_path: Path) -> Iterator[tuple[str, int]]:
         ["cancel", "q", "--id", "999"],
         ["requeue", "q", "--all"],
         ["purge", "q", "--all"],
+        ["forget", "never-used"],
     ],
 )
 def test_every_command_takes_its_store_from_alkstore_url(

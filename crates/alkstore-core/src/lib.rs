@@ -30,8 +30,8 @@ pub use engine::locks::{LockOps, LockRow};
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
 pub use engine::queue::{
-    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, HandleOps, LimitOps, PauseOps, ReadOps,
-    RedriveOps, SweepOps,
+    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, ForgetOps, HandleOps, LimitOps, PauseOps,
+    ReadOps, RedriveOps, SweepOps,
 };
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 use crate::convert::to_datetime;
 use crate::json;
+use crate::repr;
 
 /// A stream event (SPEC §9); frozen, compared by value.
 #[pyclass(name = "Event", module = "alkstore", frozen)]
@@ -51,8 +52,12 @@ impl Event {
         other.cast::<Event>().is_ok_and(|o| o.get().row == self.row)
     }
 
-    fn __repr__(&self) -> String {
-        let key = self.row.key.as_ref().map_or("None".to_owned(), |k| format!("{k:?}"));
-        format!("Event(offset={}, key={key}, payload={})", self.row.offset, self.row.payload)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Event(offset={}, key={}, payload={})",
+            self.row.offset,
+            repr::opt_text(py, self.row.key.as_deref())?,
+            self.payload(py)?.bind(py).repr()?
+        ))
     }
 }

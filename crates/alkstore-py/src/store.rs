@@ -20,10 +20,12 @@ use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::lock::Lock;
 use crate::queue::Queue;
+use crate::repr;
 use crate::schedule::{Priority, Schedule, ScheduleArgs};
 use crate::stop::StopToken;
 use crate::stream::Stream;
 use crate::tx::Transaction;
+use crate::views::Job;
 use crate::workflows::JobResult;
 
 /// An open alkstore: a SQLite file or a Postgres database.
@@ -158,6 +160,26 @@ impl Store {
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = self.inner.clone();
         exit::detach(py, move || inner.queue_names()).py()
+    }
+
+    /// Job `job_id`, live or dead, whatever its queue; None when it is gone
+    /// (acked, cancelled, purged) or never was. A primary-key read of each
+    /// table, never a walk of the queues.
+    fn get_job(&self, py: Python<'_>, job_id: Int) -> PyResult<Option<Job>> {
+        let id = job_id.get("job_id")?;
+        let inner = self.inner.clone();
+        Ok(exit::detach(py, move || inner.job_by_id(id)).py()?.map(Job::from))
+    }
+
+    /// Drops a queue that holds nothing a caller may read (no live, waiting
+    /// or dead job, no result still kept) from `queues()`, `/metrics` and the
+    /// dashboard, with its pause, limits and completion counts, in one
+    /// transaction. True when the store knew it; a ValueError saying what it
+    /// still holds, with nothing changed, otherwise. `name` as `queues()`
+    /// lists it (an outbox's backing queue too).
+    fn forget_queue(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let (inner, name) = (self.inner.clone(), name.to_owned());
+        exit::detach(py, move || inner.forget_queue(&name)).py()
     }
 
     /// The outcome of job `job_id` (SPEC §25): its kept result once acked,
@@ -339,8 +361,12 @@ impl Store {
         self.inner.advance_clock(s.ceil() as i64).py()
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let state = if self.inner.is_closed() { " closed" } else { "" };
-        format!("<alkstore.Store engine={:?} target={:?}{state}>", self.inner.engine_kind(), self.target)
+        Ok(format!(
+            "<alkstore.Store engine={} target={}{state}>",
+            repr::text(py, self.inner.engine_kind())?,
+            repr::text(py, &self.target)?
+        ))
     }
 }

@@ -9,6 +9,7 @@ use crate::limits::QueueLimits;
 
 use crate::convert::{to_datetime, to_opt_datetime, Int};
 use crate::json;
+use crate::repr;
 
 /// A job row as `get_job` / `dead_jobs` see it (live or dead).
 #[pyclass(name = "Job", module = "alkstore", frozen)]
@@ -105,8 +106,13 @@ impl Job {
         other.cast::<Job>().is_ok_and(|o| o.get().row == self.row)
     }
 
-    fn __repr__(&self) -> String {
-        format!("Job(id={}, queue={:?}, state={:?})", self.row.id, self.row.queue, self.row.state.as_str())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Job(id={}, queue={}, state={})",
+            self.row.id,
+            repr::text(py, &self.row.queue)?,
+            repr::text(py, self.row.state.as_str())?
+        ))
     }
 }
 
@@ -174,18 +180,18 @@ impl QueueStats {
         self.limits.clone()
     }
 
-    fn __repr__(&self) -> String {
-        let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
-        format!(
-            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={}, limits={}, waiting={})",
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={}, paused={}, limits={}, waiting={})",
             self.pending,
             self.scheduled,
             self.processing,
             self.dead,
-            if self.paused { "True" } else { "False" },
-            self.limits.repr(),
+            repr::opt_int(self.oldest_ready_age_s),
+            repr::boolean(self.paused),
+            self.limits.repr(py)?,
             self.waiting
-        )
+        ))
     }
 }
 

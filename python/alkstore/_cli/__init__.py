@@ -4,6 +4,11 @@ Every problem a user can cause — a bad URL, a missing file, a bad
 ``module:attr``, an error from the database — is reported as one line on
 stderr with a non-zero exit status, never as a traceback.
 
+What a command prints may quote stored text, which anyone who can write to
+the store chose: every line goes out through :func:`_tables.visible` (or
+:func:`_tables.json_safe` for ``--json``), so no control character reaches
+the terminal as itself.
+
 Every command that takes a store's URL takes it from ``ALKSTORE_URL`` when the
 command line gives none, so that a password need not be in the process's
 argv, which every local user can read (``ps``, ``/proc/PID/cmdline``). A URL on
@@ -20,6 +25,7 @@ from typing import NoReturn, cast
 
 from alkstore import __version__
 from alkstore._cli._paging import DEFAULT_PAGE
+from alkstore._cli._tables import json_safe, visible
 from alkstore._cli._target import CliError
 from alkstore._core import _MAX_BATCH, _batch_size
 from alkstore._errors import AlkstoreError
@@ -194,6 +200,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print JSON for a program instead of a line and the value"
     )
 
+    job = commands.add_parser("job", help="one job by id, live or dead, whatever its queue")
+    job.add_argument("url", metavar="URL", help=URL_HELP)
+    job.add_argument("id", metavar="ID", type=_job_id, help="the job's id")
+    job.add_argument("--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)")
+    job.add_argument("--json", action="store_true", help="print JSON for a program instead of lines")
+
     sweep = commands.add_parser("sweep", help="move a queue's expired jobs to dead, purge old dead jobs")
     _store_args(sweep, queue=True)
 
@@ -280,6 +292,12 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     which.add_argument("--all", action="store_true", help="every dead job of the queue, in pages")
     _page_size_arg(requeue)
 
+    forget = commands.add_parser(
+        "forget",
+        help="forget a queue that holds no job: it leaves stats, /metrics and the dashboard",
+    )
+    _store_args(forget, queue=True, json_help="a line")
+
     purge = commands.add_parser("purge", help="delete dead jobs; Ctrl-C stops between pages")
     _store_args(purge, queue=True, json_help="a line")
     which = purge.add_mutually_exclusive_group(required=True)
@@ -295,7 +313,7 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 #: The commands that change a queue; each returns its text and exit status.
-OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge")
+OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge", "forget")
 
 
 # Not `_run`: importing the submodule `alkstore._cli._run` sets that name on
@@ -342,7 +360,7 @@ def _command(args: argparse.Namespace) -> int:
         )
     if command in OPERATIONS:
         text, status = _operation(args)
-        print(text, flush=True)
+        print(_shown(text, args), flush=True)
         if status == 130:
             # stdout says what was done; this tells a person whose stdout goes elsewhere.
             print(f"{PROG}: interrupted", file=sys.stderr)
@@ -351,11 +369,17 @@ def _command(args: argparse.Namespace) -> int:
         "stats": lambda: _inspect.stats(args.url, args.schema, args.json),
         "jobs": lambda: _inspect.jobs(args.url, args.schema, args.queue, args.dead, args.limit, args.json),
         "result": lambda: _inspect.result(args.url, args.schema, args.id, args.json),
+        "job": lambda: _inspect.job(args.url, args.schema, args.id, args.json),
         "sweep": lambda: _inspect.sweep(args.url, args.schema, args.queue, args.json),
         "schedules": lambda: _inspect.schedules(args.url, args.schema, args.json),
     }
-    print(printers[command]())
+    print(_shown(printers[command](), args))
     return 0
+
+
+def _shown(text: str, args: argparse.Namespace) -> str:
+    """A command's output as it may reach a terminal (see the module's doc)."""
+    return json_safe(text) if getattr(args, "json", False) else visible(text, newlines=True)
 
 
 def _operation(args: argparse.Namespace) -> tuple[str, int]:
@@ -374,6 +398,8 @@ def _operation(args: argparse.Namespace) -> tuple[str, int]:
         return _operate.cancel(*where, args.ids, args.json)
     if args.command == "requeue":
         return _operate.requeue(*where, args.ids, args.page_size, args.json)
+    if args.command == "forget":
+        return _operate.forget(*where, args.json), 0
     return _operate.purge(*where, args.ids, args.older_than, args.page_size, args.json)
 
 
@@ -421,14 +447,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _command(args)
     except CliError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {visible(str(exc))}", file=sys.stderr)
         return exc.status
     except BrokenPipeError:
         # The reader went away (`alkstore jobs … | head`): not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (AlkstoreError, ValueError, TypeError, OSError) as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {visible(_one_line(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The read-mostly commands: ``stats``, ``jobs``, ``result``, ``sweep``, ``schedules``.
+"""The read-mostly commands: ``stats``, ``jobs``, ``job``, ``result``, ``sweep``, ``schedules``.
 
 Each returns what to print: a table for a person, or JSON with ``as_json``.
 """
@@ -9,15 +9,16 @@ import json
 from datetime import datetime, timedelta
 
 from alkstore._cli._limits import describe, limits_dict
-from alkstore._cli._tables import render, when
+from alkstore._cli._tables import compact_json, render, when
 from alkstore._cli._target import CliError, open_existing, queue_view
 from alkstore._core import Job
 
-__all__ = ["NO_RESULT", "jobs", "result", "schedules", "stats", "sweep"]
+__all__ = ["NO_RESULT", "job", "jobs", "result", "schedules", "stats", "sweep"]
 
 STATS_FIELDS = ("pending", "waiting", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
-#: The exit status of ``alkstore result`` for a job with no result (yet):
-#: not an error, but a script polling for it must tell the two apart.
+#: The exit status of ``alkstore result`` for a job with no result (yet), and
+#: of ``alkstore job`` for a job that is gone: not an error, but a script
+#: polling for it must tell the two apart.
 NO_RESULT = 3
 SCHEDULE_FIELDS = (
     "name",
@@ -108,6 +109,28 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
             for j in found
         ]
     return render(headers, rows)
+
+
+def job(target: str, schema: str | None, job_id: int, as_json: bool) -> str:
+    """``store.get_job(job_id)``: the live or dead job, whatever its queue (one read
+    by id). None is a ``CliError`` with :data:`NO_RESULT`."""
+    with open_existing(target, schema) as store:
+        found = store.get_job(job_id)
+    if found is None:
+        raise CliError(
+            f"no job {job_id}: it was acked, cancelled or purged (see `alkstore result`), or never was",
+            NO_RESULT,
+        )
+    fields = job_dict(found)
+    if as_json:
+        return _dump(fields)
+    width = max(len(name) for name in fields)
+    shown = {**fields, "payload": compact_json(found.payload)}
+    for stamp in ("enqueued_at", "run_at", "claimed_at", "deadline", "expires_at", "died_at"):
+        shown[stamp] = when(getattr(found, stamp))
+    return "\n".join(
+        f"{name.replace('_', ' '):<{width}}  {'-' if v is None else v}" for name, v in shown.items()
+    )
 
 
 def result(target: str, schema: str | None, job_id: int, as_json: bool) -> str:

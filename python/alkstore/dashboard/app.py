@@ -92,9 +92,11 @@ def create_app(
 
     def overview(request: Request) -> Response:
         done = chart(store.completions(MINUTES))
-        # A queue that is caught up (nothing stored) still shows while it completed jobs this hour.
-        names = sorted(set(store.queues()) | done.per_queue.keys())
-        queues = [(name, queue_view(store, name).stats()) for name in names]
+        # store.queues() lists every queue that has had a job, caught up or
+        # not, until it is forgotten: a forgotten queue's last completion
+        # counts (another process writes its last few seconds' late) add to
+        # the chart, and list no queue.
+        queues = [(name, queue_view(store, name).stats()) for name in store.queues()]
         return page(request, "overview.html", queues=queues, chart=done)
 
     def queue_page(request: Request) -> Response:
@@ -113,9 +115,10 @@ def create_app(
     def job_page(request: Request) -> Response:
         job_id = _int(request.query_params.get("id")) or 0
         name = request.query_params.get("queue")
-        # A workflow's links name only the id: its queue is found here, on a click.
-        q = queue_view(store, name) if name is not None else _queue_of(store, job_id)
-        job = None if q is None else q.get_job(job_id)
+        # A workflow's links name only the id: the store reads it by id (one
+        # read by primary key per table), and the job says its queue.
+        job = queue_view(store, name).get_job(job_id) if name is not None else store.get_job(job_id)
+        q = None if job is None else queue_view(store, job.queue)
         parents, children = store.job_edges(job_id)
         links: dict[str, Any] = {
             "parents": parents[:MAX_EDGES_SHOWN],
@@ -152,6 +155,8 @@ def create_app(
         result = await run_in_threadpool(_apply, store, name, what, ids, everything)
         if isinstance(result, Response):
             return result
+        if what == "forget":  # the queue's page is gone with it
+            return RedirectResponse(f"{_root(request)}/", status_code=303)
         target = f"{_root(request)}/queue?name={_quote(name)}" + (
             "&state=dead" if what in {"requeue", "purge"} else ""
         )
@@ -197,7 +202,10 @@ async def _bad_request(_: Request, exc: Exception) -> Response:
 def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool) -> Response | None:
     """One action on queue ``name``; a 400 response for an unknown one."""
     q: Queue = queue_view(store, name)
-    if what == "pause":
+    if what == "forget":
+        # Refused with a ValueError (400, its text) while the queue holds a job.
+        store.forget_queue(name)
+    elif what == "pause":
         q.pause()
     elif what == "resume":
         q.resume()
@@ -233,16 +241,6 @@ def pretty(payload: object) -> str:
     if len(text) > MAX_PAYLOAD_SHOWN:
         return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
     return text
-
-
-def _queue_of(store: Store, job_id: int) -> Queue | None:
-    """The queue holding job ``job_id``, looked up in each queue in turn (a
-    read by primary key each), or None when no queue holds it."""
-    for name in store.queues():
-        q = queue_view(store, name)
-        if q.get_job(job_id) is not None:
-            return q
-    return None
 
 
 def _root(request: Request) -> str:

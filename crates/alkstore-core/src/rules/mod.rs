@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod batch;
 pub mod claim_order;
 pub mod duration;
+pub mod error_text;
 pub mod limits;
 pub mod names;
 pub mod retry;

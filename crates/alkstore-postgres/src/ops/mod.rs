@@ -2,11 +2,11 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `completions`
-//! (the chart's per-minute ack counts). Each file
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `forget`
+//! (forget_queue), `completions` (the chart's per-minute ack counts). Each file
 //! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
 //! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
-//! `StreamOps`, `PauseOps`, `RedriveOps`, `CompletionOps`) for the engine, right below its
+//! `StreamOps`, `PauseOps`, `RedriveOps`, `ForgetOps`, `CompletionOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -35,6 +35,7 @@ pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod completions;
 pub(crate) mod enqueue;
+pub(crate) mod forget;
 pub(crate) mod handle;
 pub(crate) mod limits;
 pub(crate) mod locks;
@@ -132,7 +133,7 @@ pub(crate) struct Statements {
     pub(crate) handle: handle::Sql,
     /// `cancel`.
     pub(crate) cancel: cancel::Sql,
-    /// get_job, dead_jobs, live_jobs, queue_names, stats, next_wake.
+    /// get_job, job_by_id, dead_jobs, live_jobs, queue_names, stats, next_wake.
     pub(crate) reads: reads::Sql,
     /// `sweep_expired`.
     pub(crate) sweep: sweep::Sql,
@@ -140,6 +141,8 @@ pub(crate) struct Statements {
     pub(crate) pause: pause::Sql,
     /// requeue_dead, purge_dead (SPEC §18).
     pub(crate) redrive: redrive::Sql,
+    /// forget_queue (SPEC §18).
+    pub(crate) forget: forget::Sql,
     /// TTL locks (SPEC §10).
     pub(crate) locks: locks::Sql,
     /// Schedules (SPEC §8).
@@ -177,6 +180,7 @@ impl Statements {
             },
             pause: pause::Sql::new(&s, &channel),
             redrive: redrive::Sql::new(&s, &channel),
+            forget: forget::Sql::new(&s),
             locks: locks::Sql::new(&s, &channel),
             schedules: schedules::Sql::new(&s, &channel),
             streams: streams::Sql::new(&s, &channel),
