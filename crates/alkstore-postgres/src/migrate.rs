@@ -89,15 +89,24 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     let tx = client.transaction().await.map_err(pg)?;
     // hashtextextended gives a bigint key; the prefix keeps us clear of
     // advisory locks the application may take on its own numbers.
-    tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || $1::text, 0))", &[&schema])
-        .await
-        .map_err(pg)?;
+    // Every statement here is unnamed, in both statement modes: a named one,
+    // even closed before COMMIT, can meet another client's name in a
+    // pooler's server session (ADR 0030).
+    tx.execute_typed(
+        "SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || $1::text, 0))",
+        &[(&schema, Type::TEXT)],
+    )
+    .await
+    .map_err(pg)?;
 
     // Check before creating: CREATE SCHEMA IF NOT EXISTS still demands the
     // CREATE privilege on the database, which a deployed role may lack once
     // the schema exists.
     let exists: bool = tx
-        .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", &[&schema])
+        .query_typed_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)",
+            &[(&schema, Type::TEXT)],
+        )
         .await
         .map_err(pg)?
         .get(0);
@@ -105,14 +114,19 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
         tx.batch_execute(&format!("CREATE SCHEMA {quoted}")).await.map_err(pg)?;
     }
     let meta = format!("{quoted}.meta");
-    let has_meta: bool = tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let has_meta: bool = tx
+        .query_typed_one("SELECT to_regclass($1::text) IS NOT NULL", &[(&meta, Type::TEXT)])
+        .await
+        .map_err(pg)?
+        .get(0);
     if !has_meta {
         tx.batch_execute(&format!("CREATE TABLE {meta} (key text PRIMARY KEY, value text NOT NULL)"))
             .await
             .map_err(pg)?;
     }
 
-    let row = tx.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
+    let row =
+        tx.query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
     let current = match row {
         None => 0,
         Some(r) => {
@@ -147,12 +161,12 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
             err
         })?;
     }
-    tx.execute(
+    tx.execute_typed(
         &format!(
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1::text) \
              ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
         ),
-        &[&SCHEMA_VERSION.to_string()],
+        &[(&SCHEMA_VERSION.to_string(), Type::TEXT)],
     )
     .await
     .map_err(pg)?;

@@ -255,9 +255,9 @@ pub(crate) fn claim_flight(
         for text in [&cx.sql.handle.ack_one, &cx.sql.limits.lock, &cx.sql.limits.exhaust, &cx.sql.limits.flight] {
             cx.ready(text).await?;
         }
-        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
-        let exhaust_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cx.offset, &queue];
-        let flight_params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
+        let lock_params: [&dyn crate::prep::Arg; 1] = [&queue];
+        let exhaust_params: [&dyn crate::prep::Arg; 2] = [&cx.offset, &queue];
+        let flight_params: [&dyn crate::prep::Arg; 4] = [&cx.offset, &queue, &worker, &n];
         let acked = async {
             match done {
                 Some(job) => super::handle::ack(cx, &[job]).await,

@@ -35,8 +35,8 @@
 //! gives its fresh claims free slots, so the queue returns to slots once the
 //! slotless rows leave `processing`.
 
+use crate::prep::Arg;
 use alkstore_core::{Claimed, Result};
-use tokio_postgres::types::ToSql;
 
 use super::claim::CLAIMED_COLS;
 use super::BURIED;
@@ -214,7 +214,7 @@ pub(crate) fn ack_handover(
         for text in [&cx.sql.handle.ack_one, &sql.handover] {
             cx.ready(text).await?;
         }
-        let params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];
+        let params: [&dyn Arg; 3] = [&cx.offset, &queue, &worker];
         let done = [done];
         let (begin, acked, rows, commit) = tokio::join!(
             cx.client.batch_execute(BEGIN_QUIET),
@@ -276,8 +276,8 @@ pub(crate) fn claim(
         for text in [&cx.sql.handle.ack_one, &sql.take, &sql.claim] {
             cx.ready(text).await?;
         }
-        let take_params: [&(dyn ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
-        let claim_params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];
+        let take_params: [&dyn Arg; 4] = [&cx.offset, &queue, &worker, &n];
+        let claim_params: [&dyn Arg; 3] = [&cx.offset, &queue, &worker];
         let acked = async {
             match done {
                 Some(job) => super::handle::ack(cx, &[job]).await,
