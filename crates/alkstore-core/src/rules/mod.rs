@@ -8,6 +8,7 @@ pub mod claim_order;
 pub mod duration;
 pub mod limits;
 pub mod names;
+pub mod payload;
 pub mod retry;
 pub mod unique;
 pub mod workflows;

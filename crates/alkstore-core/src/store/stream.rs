@@ -70,14 +70,7 @@ impl Store {
             // Postgres text cannot hold NUL: refuse it on every engine alike.
             return Err(Error::Value("key must not contain NUL characters".into()));
         }
-        let limit = self.options().max_payload_bytes;
-        if payload.len() > limit {
-            return Err(Error::Value(format!(
-                "payload is {} bytes of JSON, over max_payload_bytes={limit}",
-                payload.len()
-            )));
-        }
-        Ok(())
+        self.check_json("payload", payload)
     }
 
     /// `stream.read`: events after offset `after`, ascending, at most `limit` (1..=1000).
