@@ -37,7 +37,8 @@ def plant(target: Target, queue: str, text: str) -> int:
             str(r[0])
             for r in pg.execute(
                 "SELECT column_name FROM information_schema.columns "
-                "WHERE table_schema = %s AND table_name = 'jobs' AND column_name <> 'id' ORDER BY ordinal_position",
+                "WHERE table_schema = %s AND table_name = 'jobs' AND column_name <> 'id' "
+                "ORDER BY ordinal_position",
                 (target.schema,),
             )
         ]

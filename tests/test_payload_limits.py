@@ -67,7 +67,7 @@ def test_the_limits_come_from_core() -> None:
     from alkstore import _core
 
     assert (_core._MAX_PAYLOAD_DEPTH, _core._MAX_INT_DIGITS) == (DEPTH, DIGITS)
-    assert DIGITS == sys.int_info.default_max_str_digits
+    assert sys.int_info.default_max_str_digits == DIGITS
 
 
 def writers(store: alkstore.Store) -> dict[str, Callable[[Any], object]]:
@@ -79,7 +79,8 @@ def writers(store: alkstore.Store) -> dict[str, Callable[[Any], object]]:
 
     def in_tx(value: Any) -> object:
         with store.transaction() as tx:
-            return q.enqueue(value, tx=tx)
+            job_id = q.enqueue(value, tx=tx)
+        return job_id
 
     def as_result(value: Any) -> object:
         r = store.queue("r")
@@ -135,7 +136,8 @@ def test_an_integer_longer_than_python_reads_is_refused_even_where_this_process_
         longest = 10**DIGITS - 1
         assert q.get_job(q.enqueue(longest)) is not None
         for write in writers(store).values():
-            with pytest.raises(PayloadError, match=f"integer of {DIGITS + 1} digits, over the limit of {DIGITS}"):
+            too_long = f"integer of {DIGITS + 1} digits, over the limit of {DIGITS}"
+            with pytest.raises(PayloadError, match=too_long):
                 write({"n": -(10**DIGITS)})
     with int_digits(1000), pytest.raises(PayloadError, match="integer too long to write"):
         q.enqueue(10**1000)  # what this process will not write, refused as a payload's error
@@ -185,17 +187,18 @@ def test_a_stored_payload_that_cannot_be_decoded_reads_as_a_payload_error(
     q = store.queue("app")
     q.enqueue({"task": "tasks_app.shout", "args": ["ok"]})
     deep, big = plant(target, "app", DEEP), plant(target, "app", BIG_INT)
-    for job_id, why in [(deep, TOO_DEEP), (big, f"has an integer of 5001 digits, over the limit of {DIGITS}")]:
+    big_why = f"has an integer of 5001 digits, over the limit of {DIGITS}"
+    for job_id, why in [(deep, TOO_DEEP), (big, big_why)]:
         job = q.get_job(job_id)
         assert job is not None
         with pytest.raises(PayloadError, match=f"the stored payload cannot be decoded: it {why}"):
-            job.payload
+            _ = job.payload
         assert job._payload_text in (DEEP, BIG_INT)
     claimed = q.claim_batch("w", 3)
     assert {j.id for j in claimed[:2]} == {deep, big}, "planted to be claimed first"
     for j in claimed[:2]:
         with pytest.raises(PayloadError, match="cannot be decoded"):
-            j.payload
+            _ = j.payload
 
 
 def shouting(store: alkstore.Store) -> tuple[Tasks, list[str]]:
@@ -291,9 +294,10 @@ def test_the_worker_command_keeps_serving_past_an_undecodable_job(
     ]  # fmt: skip
     env = dict(os.environ, PYTHONPATH=helpers_path())
     log = tmp_path / "worker.log"
-    with log.open("w") as err, subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=HELPERS
-    ) as proc:
+    with (
+        log.open("w") as err,
+        subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=HELPERS) as proc,
+    ):
         try:
             wait_for(lambda: all(q.get_job(i) is None for i in good), what="the good jobs acked")
             wait_for(lambda: q.stats().dead == len(hostile), what="the hostile jobs dead")

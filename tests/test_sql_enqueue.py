@@ -105,7 +105,7 @@ def test_the_function_refuses_a_payload_a_worker_cannot_decode(store: alkstore.S
     refused = [
         ("[" * 3000 + "]" * 3000, "payload nests arrays and objects deeper than the limit of 500"),
         ('{"args": [1e5000]}', "payload has an integer of 5001 digits, over the limit of 4300"),
-        ('{"args": [1' + "0" * 309 + '.5]}', "payload has a number past the float range"),
+        ('{"args": [1' + "0" * 309 + ".5]}", "payload has a number past the float range"),
     ]
     deepest: list[object] = []
     for _ in range(499):

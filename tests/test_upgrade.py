@@ -25,7 +25,8 @@ _CRATES = Path(__file__).parent.parent / "crates"
 
 def latest(engine: str) -> str:
     """The schema version this build writes: its engine's last migration number."""
-    return str(max(int(p.name[:4]) for p in (_CRATES / f"alkstore-{engine}" / "src" / "migrations").glob("*.sql")))
+    migrations = _CRATES / f"alkstore-{engine}" / "src" / "migrations"
+    return str(max(int(p.name[:4]) for p in migrations.glob("*.sql")))
 
 
 def test_a_version_2_store_upgrades_and_keeps_its_jobs(target: Target) -> None:

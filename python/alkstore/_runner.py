@@ -267,7 +267,7 @@ def _undecodable(job: JobHandle) -> str | None:
     ``PayloadError`` the code met elsewhere, e.g. refused by an enqueue it
     made, is an ordinary failure)."""
     try:
-        job.payload
+        _ = job.payload
     except PayloadError as exc:
         return str(exc)
     return None

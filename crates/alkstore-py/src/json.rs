@@ -37,7 +37,9 @@ pub fn encode_at(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
         Ok(()) => Ok(out),
         Err(Refused::Py(e)) => Err(e),
         // The path of a cycle would be as long as the limit: name only the root.
-        Err(Refused::Deep) => Err(to_pyerr(Error::Payload(format!("{root} {} (or contains a cycle)", Refusal::TooDeep)))),
+        Err(Refused::Deep) => {
+            Err(to_pyerr(Error::Payload(format!("{root} {} (or contains a cycle)", Refusal::TooDeep))))
+        }
         Err(Refused::At { path, why, kind }) => {
             let mut at = root.to_owned();
             for seg in path.iter().rev() {
@@ -157,7 +159,9 @@ fn undecodable(py: Python<'_>, e: PyErr, text: &str, what: &str) -> PyErr {
     }
     let why = match payload::check(text) {
         Err(r) => format!("it {r}"),
-        Ok(()) => format!("{}: {}", e.get_type(py).name().map_or_else(|_| "error".into(), |n| n.to_string()), e.value(py)),
+        Ok(()) => {
+            format!("{}: {}", e.get_type(py).name().map_or_else(|_| "error".into(), |n| n.to_string()), e.value(py))
+        }
     };
     let err = to_pyerr(Error::Payload(format!("the stored {what} cannot be decoded: {why}")));
     err.set_cause(py, Some(e));

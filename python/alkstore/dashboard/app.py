@@ -131,7 +131,8 @@ def create_app(
             except PayloadError as exc:  # a result row written around the checks
                 result, unreadable = None, str(exc)
             if result is not None or unreadable is not None:
-                return page(request, "result.html", job_id=job_id, result=result, unreadable=unreadable, **links)
+                found: dict[str, Any] = {"result": result, "unreadable": unreadable}
+                return page(request, "result.html", job_id=job_id, **found, **links)
             where = f" of {name}" if name is not None else ""
             what = f"job {request.query_params.get('id')!s}{where}"
             return page(request, "missing.html", status_code=404, what=what)
@@ -233,7 +234,11 @@ def limits_text(limits: QueueLimits) -> str:
 
 def pretty(payload: object) -> str:
     """The payload as indented JSON, cut past :data:`MAX_PAYLOAD_SHOWN` characters."""
-    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
+    return _cut(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def _cut(text: str) -> str:
+    """``text``, cut past :data:`MAX_PAYLOAD_SHOWN` characters with a note."""
     if len(text) > MAX_PAYLOAD_SHOWN:
         return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
     return text
@@ -246,10 +251,7 @@ def shown_payload(job: Job) -> tuple[str, str | None]:
     try:
         return pretty(job.payload), None
     except PayloadError as exc:
-        text = job._payload_text
-        if len(text) > MAX_PAYLOAD_SHOWN:
-            text = text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
-        return text, str(exc)
+        return _cut(job._payload_text), str(exc)
 
 
 def _queue_of(store: Store, job_id: int) -> Queue | None:

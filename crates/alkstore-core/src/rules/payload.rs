@@ -231,13 +231,27 @@ mod tests {
         assert_eq!(check(&int(MAX_INT_DIGITS + 1)), Err(Refusal::LongInt { digits: MAX_INT_DIGITS + 1 }));
         assert_eq!(check(&format!("{{\"n\":-1{}}}", "0".repeat(5000))), Err(Refusal::LongInt { digits: 5001 }));
         // The first one is named.
-        assert_eq!(check(&format!("[{},{}]", "1".repeat(4400), "1".repeat(4500))), Err(Refusal::LongInt { digits: 4400 }));
+        assert_eq!(
+            check(&format!("[{},{}]", "1".repeat(4400), "1".repeat(4500))),
+            Err(Refusal::LongInt { digits: 4400 })
+        );
         assert_eq!(check(&format!("\"{}\"", "1".repeat(9000))), Ok(()), "digits in a string");
     }
 
     #[test]
     fn floats_must_stay_finite() {
-        for ok in ["1e308", "-1e308", "1.7976931348623157e308", "0e99999", "0.0e400", "1e-400", "-0", "-0.0", "123.456e-7", "0.001e310"] {
+        for ok in [
+            "1e308",
+            "-1e308",
+            "1.7976931348623157e308",
+            "0e99999",
+            "0.0e400",
+            "1e-400",
+            "-0",
+            "-0.0",
+            "123.456e-7",
+            "0.001e310",
+        ] {
             assert_eq!(check(ok), Ok(()), "{ok}");
         }
         for inf in ["1e309", "-1e309", "1e5000", "1.8e308", "10e308", "1e99999999999999999999999", "0.1e310"] {
