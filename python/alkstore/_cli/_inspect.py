@@ -14,7 +14,7 @@ from alkstore._cli._target import CliError, open_existing, queue_view
 from alkstore._core import Job
 from alkstore._errors import PayloadError
 
-__all__ = ["NO_RESULT", "jobs", "result", "schedules", "stats", "sweep"]
+__all__ = ["NO_RESULT", "jobs", "payload_cell", "result", "schedules", "stats", "sweep"]
 
 STATS_FIELDS = ("pending", "waiting", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
 #: The exit status of ``alkstore result`` for a job with no result (yet):
@@ -62,7 +62,7 @@ def job_dict(job: Job) -> dict[str, object]:
     return out
 
 
-def _payload_cell(job: Job) -> object:
+def payload_cell(job: Job) -> object:
     """A table's payload cell: the payload, or the stored text after a
     marker when it cannot be decoded."""
     try:
@@ -107,7 +107,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
     if dead:
         headers = ["id", "attempts", "priority", "died at", "last error", "payload"]
         rows = [
-            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, _payload_cell(j)]
+            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, payload_cell(j)]
             for j in found
         ]
     else:
@@ -121,7 +121,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
                 j.run_at,
                 j.worker_id,
                 j.deadline,
-                _payload_cell(j),
+                payload_cell(j),
             ]
             for j in found
         ]
