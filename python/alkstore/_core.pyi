@@ -54,6 +54,8 @@ def next_fires(spec: str, tz: str = "UTC", after: datetime | None = None, n: int
 _MAX_NAME_CHARS: int
 _MAX_BATCH: int
 _MAX_READ: int
+_MAX_PAYLOAD_DEPTH: int
+_MAX_INT_DIGITS: int
 
 def _validate_name(kind: str, name: str) -> None: ...
 def _batch_size(what: str, n: int) -> int: ...
@@ -373,9 +375,12 @@ class Queue:
         Raises:
             TypeError: `payload` is not JSON (a set, bytes, an object, a non-`str`
                 key), or an option has the wrong type.
-            ValueError: NaN or Infinity in `payload`, a payload over
-                `max_payload_bytes` (1 MiB by default), an option out of range, or
-                an `after` id the store never issued. Nothing is written.
+            PayloadError: `payload` is past a limit a worker could not read back:
+                over `max_payload_bytes` (1 MiB by default), nested more than 500
+                deep, an integer of more than 4,300 digits, NaN, Infinity or a
+                number past the float range. Nothing is written.
+            ValueError: An option out of range, or an `after` id the store never
+                issued. Nothing is written.
             StoreClosed: The store is closed.
 
         Example:
@@ -719,6 +724,8 @@ class Job:
     @property
     def payload(self) -> Any:
         """The payload, decoded."""
+    @property
+    def _payload_text(self) -> str: ...
     @property
     def priority(self) -> int:
         """The job's priority; higher is claimed first."""

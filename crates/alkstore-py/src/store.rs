@@ -5,8 +5,8 @@ use std::sync::Arc;
 use alkstore_core::open::options::EngineKeys;
 use alkstore_core::rules::names::outbox_queue;
 use alkstore_core::{
-    parse_options, parse_target, redact_url, validate_name, Engine, EngineOptions, OpenOptions, OptValue, QueueOpts,
-    Store as CoreStore, Target,
+    parse_options, parse_target, parse_url_options, redact_url, validate_name, Engine, EngineOptions, OpenOptions,
+    OptValue, QueueOpts, Store as CoreStore, Target,
 };
 use alkstore_postgres::PgOptions;
 use alkstore_sqlite::SqliteOptions;
@@ -104,8 +104,9 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
             (exit::detach(py, || alkstore_sqlite::open(p, &o)).py(), o.common)
         }
         Target::Postgres(u) => {
-            let o = parse_options::<PgOptions>(&opts, engines).py()?;
-            let engine = exit::detach(py, || alkstore_postgres::open(u, &o)).py();
+            // Options may also sit in the URL's query string; the driver gets the rest.
+            let (url, o) = parse_url_options::<PgOptions>(u, &opts, engines).py()?;
+            let engine = exit::detach(py, || alkstore_postgres::open(&url, &o)).py();
             if let (Ok(_), Some(note)) = (&engine, o.wake_note()) {
                 // Once per store, at open (SPEC §26): the engine's words, Python's log.
                 py.import("logging")?.getattr("getLogger")?.call1(("alkstore",))?.call_method1("warning", (note,))?;

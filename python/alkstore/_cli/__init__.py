@@ -8,6 +8,11 @@ What a command prints may quote stored text, which anyone who can write to
 the store chose: every line goes out through :func:`_tables.visible` (or
 :func:`_tables.json_safe` for ``--json``), so no control character reaches
 the terminal as itself.
+
+Every command that takes a store's URL takes it from ``ALKSTORE_URL`` when the
+command line gives none, so that a password need not be in the process's
+argv, which every local user can read (``ps``, ``/proc/PID/cmdline``). A URL on
+the command line wins over the variable.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn, cast
 
 from alkstore import __version__
 from alkstore._cli._paging import DEFAULT_PAGE
@@ -27,7 +33,31 @@ from alkstore._errors import AlkstoreError
 __all__ = ["main"]
 
 PROG = "alkstore"
-URL_HELP = "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db"
+#: Where a command takes its store's URL from when the command line gives none.
+URL_ENV = "ALKSTORE_URL"
+URL_HELP = (
+    "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db "
+    f"(options in its query string, e.g. ?statements=unnamed); may be left out when {URL_ENV} is set"
+)
+#: The commands that take no store.
+NO_STORE = ("demo",)
+
+
+class _UsageError(Exception):
+    """A usage error argparse found, kept to be reported or retried."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are raised, not printed: a command
+    missing its URL is parsed again with ``ALKSTORE_URL``'s (see ``_parse``)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def _batch(what: str) -> Callable[[str], int]:
@@ -96,7 +126,7 @@ def _store_args(p: argparse.ArgumentParser, *, queue: bool = False, json_help: s
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
+    parser = _Parser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -112,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "spec",
         metavar="MODULE:ATTR | URL",
-        help="where the alkstore.Worker is, e.g. myapp.tasks:worker; with --tasks, the store's URL",
+        help="where the alkstore.Worker is, e.g. myapp.tasks:worker; with --tasks, the store's URL "
+        f"(may be left out when {URL_ENV} is set)",
     )
     worker.add_argument(
         "--tasks",
@@ -205,7 +236,8 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP Basic credentials (or ALKSTORE_DASHBOARD_AUTH)",
     )
 
-    _operate_commands(commands)
+    # The subcommands' parsers are `_Parser`s; the helper only adds parsers.
+    _operate_commands(cast("argparse._SubParsersAction[argparse.ArgumentParser]", commands))
     return parser
 
 
@@ -298,6 +330,14 @@ def _command(args: argparse.Namespace) -> int:
     if command == "worker":
         from alkstore._cli._run import run_worker
 
+        if args.tasks is None and (args.url_from_env or "://" in args.spec):
+            # Never echoed: a URL may hold a password.
+            where = URL_ENV if args.url_from_env else "a URL"
+            raise CliError(
+                f"the store comes from {where}: pass --tasks MODULE:ATTR, the task registry to run on it "
+                "(or give MODULE:ATTR naming an alkstore.Worker instead)",
+                status=2,
+            )
         if args.tasks is not None:
             from alkstore._cli._run import run_tasks
 
@@ -363,6 +403,37 @@ def _operation(args: argparse.Namespace) -> tuple[str, int]:
     return _operate.purge(*where, args.ids, args.older_than, args.page_size, args.json)
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line. A store command whose positional words lack
+    the URL is parsed again with ``ALKSTORE_URL`` as its first word; the
+    namespace's ``url_from_env`` says whether that happened."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    try:
+        args = parser.parse_args(words)
+        args.url_from_env = False
+        return args
+    except _UsageError as first:
+        error = first
+    # argparse: "the following arguments are required: URL, QUEUE" (or "--id").
+    prefix = "the following arguments are required: "
+    missing = error.message.startswith(prefix) and any(
+        not name.startswith("-") for name in error.message[len(prefix) :].split(", ")
+    )
+    url = os.environ.get(URL_ENV)
+    if missing and url and words and words[0] not in NO_STORE and not words[0].startswith("-"):
+        try:
+            args = parser.parse_args([words[0], url, *words[1:]])
+            args.url_from_env = True
+            return args
+        except _UsageError as second:
+            error = second
+    elif missing and words and words[0] not in NO_STORE:
+        error.message += f" (the store's URL comes first, or from {URL_ENV})"
+    # argparse's own report: the usage of the command at fault, exit status 2.
+    argparse.ArgumentParser.error(error.parser, error.message)
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     if isinstance(exc, AlkstoreError):
@@ -372,7 +443,7 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return _command(args)
     except CliError as exc:

@@ -73,25 +73,28 @@ pub(crate) fn into_dead(s: &str) -> String {
     format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)")
 }
 
-/// The claims' exhaustion step (`$2` the queue, `n` the clock CTE): the
-/// queue's lapsed leases with no attempt left, deleted (and returned) to be
-/// buried. `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`, so the
-/// array is computed once and probed through the primary key where a
-/// semi-join may be planned as a scan of the whole table. Gated by an
-/// uncorrelated `EXISTS` of the same condition, which Postgres runs once as
-/// a one-time filter over a range of `jobs_leased`: the array's length is
-/// unknown when the plan is made, so on a small table without statistics
-/// (autovacuum off, never analysed) the planner probes it with a sequential
-/// scan of `jobs`, and without the gate every claim paid that scan although
-/// nearly every claim finds nothing exhausted.
-pub(crate) fn delete_exhausted(s: &str) -> String {
+/// The claims' exhaustion step (`$2` the queue, `n` the clock CTE), as a
+/// CTE named `bury`: the function `bury_exhausted` (migration 0020) moves the
+/// queue's lapsed leases with no attempt left to dead in a subtransaction of
+/// its own, so a burial that fails leaves them processing and the claim
+/// goes on (issue 43). Gated by an uncorrelated `EXISTS` of the same
+/// condition over a range of `jobs_leased`, so nearly every claim, which
+/// finds nothing exhausted, never calls it. A statement that has this CTE
+/// must reference it through [`BURIED`] in a data-modifying step, which
+/// Postgres runs whatever its result: a plain CTE runs only when read.
+pub(crate) fn bury_step(s: &str) -> String {
     let cond =
         "queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) AND attempts >= max_attempts";
     format!(
-        "DELETE FROM {s}.jobs WHERE id = ANY(ARRAY(SELECT id FROM {s}.jobs WHERE {cond} FOR UPDATE SKIP LOCKED)) \
-           AND EXISTS (SELECT 1 FROM {s}.jobs WHERE {cond}) RETURNING *"
+        "bury AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT 1 FROM {s}.jobs WHERE {cond}) \
+           THEN {s}.bury_exhausted($2::text, (SELECT t FROM n)) ELSE 0 END AS n)"
     )
 }
+
+/// The condition that runs [`bury_step`]: always true, and uncorrelated, so
+/// Postgres evaluates it once, as a one-time filter, before the step's scan
+/// (whether or not that scan finds a row).
+pub(crate) const BURIED: &str = "(SELECT n FROM bury) IS NOT NULL";
 
 /// A notification on the store's `channel` when `queue_expr`'s queue has
 /// limits (SPEC §24): a statement that moves a row out of `processing` frees
