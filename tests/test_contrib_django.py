@@ -72,7 +72,7 @@ def test_django_test_cases_pass_on_the_real_store(engine: str, tmp_path: Path) -
     with project_env(engine, tmp_path) as env:
         out = manage(env, "test", "shop", "--noinput", "-v", "2")
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "Ran 6 tests" in out.stderr, out.stderr
+    assert "Ran 7 tests" in out.stderr, out.stderr
     assert "\nOK\n" in out.stderr, out.stderr
 
 

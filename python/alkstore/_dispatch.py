@@ -53,7 +53,7 @@ from alkstore._tally import Tally
 if TYPE_CHECKING:  # importing _otel imports opentelemetry: only with telemetry on
     from alkstore._otel import Processing, Telemetry
 
-__all__ = ["Handler", "Run"]
+__all__ = ["Handler", "Route", "Run", "route_of"]
 
 log = logging.getLogger("alkstore.worker")
 # A library logs but never configures logging: without a handler set up by
@@ -120,6 +120,22 @@ def _report(job: JobHandle, exc: Exception) -> None:
             job.max_attempts,
             exc_info=exc,
         )
+
+
+def route_of(route: Callable[[JobHandle], Route], job: JobHandle) -> Route:
+    """What ``route`` picks to run ``job``; when it raises (the payload it
+    reads cannot be decoded), a sync function raising the same, so the
+    runner settles the job by it (``PayloadError``: dead now) and the
+    error never reaches the claiming loop."""
+    try:
+        return route(job)
+    except Exception as exc:
+        error = exc
+
+        def refuse(_payload: Any, _job: JobHandle) -> Any:
+            raise error
+
+        return refuse, False, None
 
 
 def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
@@ -346,7 +362,7 @@ class Run:
             return
         if replacing is None:
             self._tally.started()  # a job replacing another takes over its in-flight count
-        fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else h.route(job)
+        fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else route_of(h.route, job)
         fut: Pending[_runner.Outcome]
         retried = self._tally.settle_retried
         if is_async:

@@ -9,6 +9,9 @@ Outcomes (SPEC §7, §11, §22):
                            (SPEC §25; a value that is not JSON is logged and
                            the job acked without one: its work is done)
 * ``alkstore.Fail``      → ``fail(str(exc))``: dead now
+* the job's own payload cannot be decoded (``PayloadError`` reading it: text
+  written around the enqueue checks) → ``fail(message)``: dead now, since
+  every attempt would read the same text
 * ``alkstore.Retry``     → ``retry(error, delay=after)``: the attempt counts
 * ``alkstore.Snooze``    → ``snooze(seconds)``: back later, the attempt refunded
 * past the timeout       → ``retry("timed out after N s")``
@@ -55,7 +58,7 @@ from typing import Any, Literal
 from alkstore._aio import release
 from alkstore._beats import BEATS, Entry, beat_interval, may_hold
 from alkstore._core import JobHandle, _check_json
-from alkstore._errors import ConnectionLost, DatabaseError, Fail, Retry, Snooze
+from alkstore._errors import ConnectionLost, DatabaseError, Fail, PayloadError, Retry, Snooze
 
 __all__ = [
     "Ack",
@@ -257,6 +260,9 @@ def settle(
     elif isinstance(error, Fail):
         message = str(error)
         landed, outcome = _land("fail", lambda: job.fail(message), job, beat, on_retry), "failed"
+    elif isinstance(error, PayloadError) and (unreadable := _undecodable(job)) is not None:
+        log.error("job %d of %r: %s; dead-lettered (no attempt could read it)", job.id, job.queue, unreadable)
+        landed, outcome = _land("fail", lambda: job.fail(unreadable), job, beat, on_retry), "failed"
     elif isinstance(error, Snooze):
         seconds = error.seconds
         landed, outcome = _land("snooze", lambda: job.snooze(seconds), job, beat, on_retry), "snoozed"
@@ -315,6 +321,17 @@ def _seen(job: JobHandle, meant: Outcome) -> Outcome:
         )
         return meant
     return "lost"
+
+
+def _undecodable(job: JobHandle) -> str | None:
+    """Why ``job``'s own payload cannot be decoded, or None when it can (a
+    ``PayloadError`` the code met elsewhere, e.g. refused by an enqueue it
+    made, is an ordinary failure)."""
+    try:
+        _ = job.payload
+    except PayloadError as exc:
+        return str(exc)
+    return None
 
 
 def _gone(job: JobHandle) -> bool:

@@ -11,6 +11,8 @@ use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::types::Type;
 
+use alkstore_core::rules::payload::{self, Refusal};
+
 use crate::error::pg_error;
 use crate::ops::quote_ident;
 
@@ -40,6 +42,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (18, include_str!("migrations/0018_live_index.sql")),
     (19, include_str!("migrations/0019_fan_in_run.sql")),
     (20, include_str!("migrations/0020_failure_cascade.sql")),
+    (22, include_str!("migrations/0022_payload_limits.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
@@ -57,6 +60,23 @@ fn render(sql: &str, schema: &str, quoted: &str) -> String {
         .replace("__MAX_DURATION_S__", &alkstore_core::MAX_DURATION_S.to_string())
         .replace("__MAX_UNIQUE_KEY_CHARS__", &alkstore_core::rules::unique::MAX_UNIQUE_KEY_CHARS.to_string())
         .replace("__MAX_PAYLOAD_BYTES__", &alkstore_core::OpenOptions::default().max_payload_bytes.to_string())
+        .replace("__PAYLOAD_TOO_DEEP__", &payload_message(&Refusal::TooDeep))
+        .replace("__PAYLOAD_FLOAT_OVERFLOW__", &payload_message(&Refusal::FloatOverflow))
+        .replace("__PAYLOAD_LONG_INT__", &payload_message(&Refusal::LongInt { digits: DIGITS_MARK }))
+        .replace("__MAX_PAYLOAD_DEPTH__", &payload::MAX_DEPTH.to_string())
+        .replace("__MAX_INT_DIGITS__", &payload::MAX_INT_DIGITS.to_string())
+        .replace("__FLOAT_OVERFLOW__", payload::FLOAT_OVERFLOW)
+}
+
+/// Stands for the digit count in [`payload_message`]'s text of a long integer.
+const DIGITS_MARK: usize = 987_654_321;
+
+/// The Store's refusal of a payload (`payload <why>`) as a `RAISE` format
+/// literal: quotes doubled, `%` doubled, and the digit count of a long
+/// integer left as the one `%` parameter.
+fn payload_message(why: &Refusal) -> String {
+    let text = format!("payload {why}").replace('%', "%%").replace(&DIGITS_MARK.to_string(), "%");
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// The schema version this build writes: the last migration's number. A

@@ -39,7 +39,7 @@ impl Event {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     /// Publish time (database clock), an aware UTC datetime.

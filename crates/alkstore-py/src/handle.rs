@@ -97,7 +97,7 @@ impl JobHandle {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.claimed.payload)?;
+        let decoded = json::decode(py, &self.claimed.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     #[getter]

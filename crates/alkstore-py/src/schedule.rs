@@ -210,7 +210,7 @@ impl Schedule {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     #[getter]

@@ -54,8 +54,14 @@ impl Job {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
+    }
+    /// The payload's JSON text as stored, for pages that must show a
+    /// payload that does not decode (not public).
+    #[getter]
+    fn _payload_text(&self) -> &str {
+        &self.row.payload
     }
     #[getter]
     fn priority(&self) -> i32 {

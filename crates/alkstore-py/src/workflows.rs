@@ -52,7 +52,7 @@ impl JobResult {
 /// A stored JSON value decoded, or None.
 fn value(py: Python<'_>, text: Option<&str>) -> PyResult<Py<PyAny>> {
     match text {
-        Some(t) => json::decode(py, t),
+        Some(t) => json::decode(py, t, "result"),
         None => Ok(py.None()),
     }
 }

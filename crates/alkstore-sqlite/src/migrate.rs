@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (18, include_str!("migrations/0018_live_index.sql")),
     (19, include_str!("migrations/0019_fan_in_run.sql")),
     (20, include_str!("migrations/0020_failure_cascade.sql")),
+    (22, include_str!("migrations/0022_payload_limits.sql")),
 ];
 
 /// The schema version this build writes: the last migration's number. A

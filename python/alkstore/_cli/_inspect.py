@@ -12,8 +12,9 @@ from alkstore._cli._limits import describe, limits_dict
 from alkstore._cli._tables import compact_json, render, when
 from alkstore._cli._target import CliError, open_existing, queue_view
 from alkstore._core import Job
+from alkstore._errors import PayloadError
 
-__all__ = ["NO_RESULT", "job", "jobs", "result", "schedules", "stats", "sweep"]
+__all__ = ["NO_RESULT", "job", "jobs", "payload_cell", "result", "schedules", "stats", "sweep"]
 
 STATS_FIELDS = ("pending", "waiting", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
 #: The exit status of ``alkstore result`` for a job with no result (yet), and
@@ -46,12 +47,29 @@ def _dump(value: object) -> str:
 
 
 def job_dict(job: Job) -> dict[str, object]:
-    """Every field of a ``Job``, timestamps as ISO 8601 text."""
+    """Every field of a ``Job``, timestamps as ISO 8601 text; a payload that
+    cannot be decoded is null, with ``payload_text`` (as stored) and
+    ``payload_error`` (why) beside it."""
     fields = (
         "id", "queue", "state", "payload", "priority", "attempts", "max_attempts", "enqueued_at", "run_at",
         "claimed_at", "deadline", "worker_id", "expires_at", "last_error", "died_at",
     )  # fmt: skip
-    return {f: _json_value(getattr(job, f)) for f in fields}
+    out: dict[str, object] = {}
+    for f in fields:
+        try:
+            out[f] = _json_value(getattr(job, f))
+        except PayloadError as exc:
+            out.update(payload=None, payload_text=job._payload_text, payload_error=str(exc))
+    return out
+
+
+def payload_cell(job: Job) -> object:
+    """A table's payload cell: the payload, or the stored text after a
+    marker when it cannot be decoded."""
+    try:
+        return job.payload
+    except PayloadError:
+        return f"(cannot be decoded) {job._payload_text}"
 
 
 def stats(target: str, schema: str | None, as_json: bool) -> str:
@@ -90,7 +108,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
     if dead:
         headers = ["id", "attempts", "priority", "died at", "last error", "payload"]
         rows = [
-            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, j.payload]
+            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, payload_cell(j)]
             for j in found
         ]
     else:
@@ -104,7 +122,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
                 j.run_at,
                 j.worker_id,
                 j.deadline,
-                j.payload,
+                payload_cell(j),
             ]
             for j in found
         ]
@@ -125,7 +143,11 @@ def job(target: str, schema: str | None, job_id: int, as_json: bool) -> str:
     if as_json:
         return _dump(fields)
     width = max(len(name) for name in fields)
-    shown = {**fields, "payload": compact_json(found.payload)}
+    try:
+        payload = compact_json(found.payload)
+    except PayloadError:
+        payload = f"(cannot be decoded) {found._payload_text}"
+    shown = {**fields, "payload": payload}
     for stamp in ("enqueued_at", "run_at", "claimed_at", "deadline", "expires_at", "died_at"):
         shown[stamp] = when(getattr(found, stamp))
     return "\n".join(

@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from alkstore import AlkstoreError, Queue, QueueLimits, Store
+from alkstore import AlkstoreError, Job, PayloadError, Queue, QueueLimits, Store
 from alkstore._cli._limits import describe
 from alkstore._cli._target import queue_view
 from alkstore.dashboard.chart import MINUTES, chart
@@ -72,6 +72,7 @@ def create_app(
     tokens = CsrfTokens()
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["pretty"] = pretty
+    env.globals["shown_payload"] = shown_payload
     env.filters["limits_text"] = limits_text
 
     def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -128,9 +129,13 @@ def create_app(
         }
         if job is None or q is None:
             # Acked, or cancelled: its kept result (SPEC §25) is all there is to show.
-            result = store.result(job_id)
-            if result is not None:
-                return page(request, "result.html", job_id=job_id, result=result, **links)
+            try:
+                result, unreadable = store.result(job_id), None
+            except PayloadError as exc:  # a result row written around the checks
+                result, unreadable = None, str(exc)
+            if result is not None or unreadable is not None:
+                found: dict[str, Any] = {"result": result, "unreadable": unreadable}
+                return page(request, "result.html", job_id=job_id, **found, **links)
             where = f" of {name}" if name is not None else ""
             what = f"job {request.query_params.get('id')!s}{where}"
             return page(request, "missing.html", status_code=404, what=what)
@@ -237,10 +242,24 @@ def limits_text(limits: QueueLimits) -> str:
 
 def pretty(payload: object) -> str:
     """The payload as indented JSON, cut past :data:`MAX_PAYLOAD_SHOWN` characters."""
-    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
+    return _cut(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def _cut(text: str) -> str:
+    """``text``, cut past :data:`MAX_PAYLOAD_SHOWN` characters with a note."""
     if len(text) > MAX_PAYLOAD_SHOWN:
         return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
     return text
+
+
+def shown_payload(job: Job) -> tuple[str, str | None]:
+    """The job's payload as :func:`pretty` shows it, and None; or, when the
+    stored text cannot be decoded (written around the enqueue checks), that
+    text as stored, cut like a payload, and why it cannot be decoded."""
+    try:
+        return pretty(job.payload), None
+    except PayloadError as exc:
+        return _cut(job._payload_text), str(exc)
 
 
 def _root(request: Request) -> str:

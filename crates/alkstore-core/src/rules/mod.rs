@@ -9,6 +9,7 @@ pub mod duration;
 pub mod error_text;
 pub mod limits;
 pub mod names;
+pub mod payload;
 pub mod retry;
 pub mod unique;
 pub mod workflows;

@@ -72,14 +72,7 @@ impl Store {
             // characters, no NUL (Postgres text cannot hold it).
             check_key("key", k)?;
         }
-        let limit = self.options().max_payload_bytes;
-        if payload.len() > limit {
-            return Err(Error::Value(format!(
-                "payload is {} bytes of JSON, over max_payload_bytes={limit}",
-                payload.len()
-            )));
-        }
-        Ok(())
+        self.check_json("payload", payload)
     }
 
     /// `stream.read`: events after offset `after`, ascending, at most `limit` (1..=1000).
