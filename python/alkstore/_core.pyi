@@ -4,7 +4,7 @@ import os
 from collections.abc import Awaitable, Iterable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, Literal, Self, TypeAlias, final
+from typing import Any, Literal, Self, TypeAlias, final, overload
 
 from alkstore._outbox import Outbox
 
@@ -38,9 +38,113 @@ _JSON: TypeAlias = dict[str, Any] | list[Any] | str | int | float | bool | None
 _Seconds: TypeAlias = int | float
 _Duration: TypeAlias = int | float | timedelta
 _SqlParam: TypeAlias = bool | int | float | str | bytes | None
-_OptionValue: TypeAlias = bool | int | float | str
 
-def open(target: str | os.PathLike[str], **options: _OptionValue) -> Store: ...
+# `open()`: one overload per engine, so mypy refuses a misspelt option and an
+# option of neither engine, and one of each engine together. Which engine a
+# `str` names cannot be typed: either overload takes a `str`, only SQLite's an
+# `os.PathLike`. The docstring is the runtime's too (`open` in
+# crates/alkstore-py/src/store.rs, for help() and the API reference);
+# tests/test_open_typing.py checks the two copies, and the overloads against
+# the options the engines accept.
+@overload
+def open(
+    target: str | os.PathLike[str],
+    *,
+    poll_interval_s: float = 1.0,
+    max_payload_bytes: int = 1048576,
+    watch_interval_ms: int = 1,
+    busy_timeout_ms: int = 5000,
+) -> Store:
+    """Opens a store, creating or migrating its tables.
+
+    A path (`str` or `os.PathLike`), `sqlite:///relative.db` or
+    `sqlite:////absolute/path.db` opens a SQLite file; a `postgresql://` or
+    `postgres://` URL opens Postgres. Opening creates or migrates the engine's
+    tables (on Postgres in `schema`, under an advisory lock, so processes may
+    open at once); a store written by a newer alkstore is refused. A store is
+    shared by every thread of a process; each process opens its own.
+
+    Every option is a keyword. Some apply to both engines, others to one
+    (the type stub has one overload per engine, so a type checker refuses a
+    misspelt option, or options of both engines together). A Postgres URL may
+    also carry options in its query string, under the same names
+    (`postgresql://app@pooler/db?statements=unnamed&schema=jobs`); an option
+    given both there and as a keyword must have the same value in both.
+
+    Args:
+        target: The SQLite file, or the Postgres URL. `":memory:"` is refused:
+            no other process could see it.
+
+    Keyword Args:
+        poll_interval_s (float): Both engines. How often a waiter looks again
+            when no wake came, in seconds (> 0, at most 100 years): the safety
+            net under the commit wakes, and the only wake of a store that does
+            not listen. Defaults to 1.0.
+        max_payload_bytes (int): Both engines. The largest payload, result or
+            event accepted, in bytes of UTF-8 JSON text (>= 1). Defaults to
+            1048576 (1 MiB).
+        watch_interval_ms (int): SQLite only. How often the wake watcher reads
+            the file's `PRAGMA data_version`, in milliseconds (1..=60000): for
+            50 ms after each write on Linux, all the time where inotify is
+            missing. Defaults to 1.
+        busy_timeout_ms (int): SQLite only. How long a write waits for the
+            file's write lock, held by another connection or process, before it
+            fails, in milliseconds (0..=3600000). Defaults to 5000.
+        schema (str): Postgres only. The engine-owned schema that holds every
+            alkstore table: 1-63 ASCII letters, digits or `_`, not starting with
+            a digit. Defaults to "alkstore".
+        max_connections (int): Postgres only. The most pooled connections the
+            store holds at once (1..=1000); the LISTEN session is not counted.
+            Defaults to 4.
+        pool_size (int): Postgres only. The older name of `max_connections`.
+        listen (bool): Postgres only. Wake waiters at commit through
+            LISTEN/NOTIFY, on one more session; `False` polls every
+            `poll_interval_s` instead. Defaults to True.
+        listen_url (str): Postgres only. A direct `postgresql://` server URL for
+            the LISTEN session, when `target` is a transaction pooler. Without
+            it the LISTEN session connects to `target`, except with
+            `statements="unnamed"`: then the store polls, and logs once on the
+            `alkstore` logger that it does.
+        statements (Literal["named", "unnamed"]): Postgres only. `"named"`
+            prepares each statement once per connection; `"unnamed"` keeps
+            nothing in the server session, for a transaction pooler (PgBouncer
+            `pool_mode=transaction` before 1.21, most managed poolers).
+            Defaults to "named".
+
+    Returns:
+        The open store; `with alkstore.open(...) as store:` closes it at the
+            end of the block.
+
+    Raises:
+        TypeError: A target that is no `str` or `os.PathLike`, an unknown
+            option, or an option's value of the wrong type.
+        ValueError: A target alkstore does not open (another URL scheme,
+            `":memory:"`, a libpq `key=value` string, a SQLite `file:` URI), an
+            option of the other engine (the message names the engine), a value
+            out of range, or an option given in the URL and as a keyword with
+            different values.
+        DatabaseError: The file or the server cannot be opened, or the store
+            was written by a newer alkstore.
+
+    Warns:
+        SharedFileWarning: On SQLite, where the platform cannot keep another
+            SQLite library in this process (Python's `sqlite3`, an ORM) from
+            overwriting the store's writes on the same file (outside Linux).
+    """
+
+@overload
+def open(
+    target: str,
+    *,
+    poll_interval_s: float = 1.0,
+    max_payload_bytes: int = 1048576,
+    schema: str = "alkstore",
+    max_connections: int = 4,
+    pool_size: int = ...,
+    listen: bool = True,
+    listen_url: str = ...,
+    statements: Literal["named", "unnamed"] = "named",
+) -> Store: ...
 def backoff_range(attempt: int, base_s: float) -> tuple[int, int]:
     """The inclusive range of retry delays for attempt `attempt` with base `base_s`."""
 

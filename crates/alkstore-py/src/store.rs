@@ -74,7 +74,90 @@ pub(crate) fn queue_opts(
     .py()
 }
 
-/// Opens (creating or migrating) a store. See SPEC §2 for targets and options.
+// The Python docstring of `alkstore.open` (help(), the API reference): the
+// same text as the first `open` overload's in `_core.pyi`, which
+// tests/test_open_typing.py checks. The signature stays `**options`: each
+// engine's crate decides its keys, their types and their defaults, and an
+// option is "given" only when the caller gives it, which is what lets the
+// same option in a URL's query string be checked against the keyword (an
+// explicit pyo3 signature would restate the keys here, with `None` for every
+// default). The stub types each option; stubtest accepts the keywords of its
+// overloads against the runtime's `**options`.
+/// Opens a store, creating or migrating its tables.
+///
+/// A path (`str` or `os.PathLike`), `sqlite:///relative.db` or
+/// `sqlite:////absolute/path.db` opens a SQLite file; a `postgresql://` or
+/// `postgres://` URL opens Postgres. Opening creates or migrates the engine's
+/// tables (on Postgres in `schema`, under an advisory lock, so processes may
+/// open at once); a store written by a newer alkstore is refused. A store is
+/// shared by every thread of a process; each process opens its own.
+///
+/// Every option is a keyword. Some apply to both engines, others to one
+/// (the type stub has one overload per engine, so a type checker refuses a
+/// misspelt option, or options of both engines together). A Postgres URL may
+/// also carry options in its query string, under the same names
+/// (`postgresql://app@pooler/db?statements=unnamed&schema=jobs`); an option
+/// given both there and as a keyword must have the same value in both.
+///
+/// Args:
+///     target: The SQLite file, or the Postgres URL. `":memory:"` is refused:
+///         no other process could see it.
+///
+/// Keyword Args:
+///     poll_interval_s (float): Both engines. How often a waiter looks again
+///         when no wake came, in seconds (> 0, at most 100 years): the safety
+///         net under the commit wakes, and the only wake of a store that does
+///         not listen. Defaults to 1.0.
+///     max_payload_bytes (int): Both engines. The largest payload, result or
+///         event accepted, in bytes of UTF-8 JSON text (>= 1). Defaults to
+///         1048576 (1 MiB).
+///     watch_interval_ms (int): SQLite only. How often the wake watcher reads
+///         the file's `PRAGMA data_version`, in milliseconds (1..=60000): for
+///         50 ms after each write on Linux, all the time where inotify is
+///         missing. Defaults to 1.
+///     busy_timeout_ms (int): SQLite only. How long a write waits for the
+///         file's write lock, held by another connection or process, before it
+///         fails, in milliseconds (0..=3600000). Defaults to 5000.
+///     schema (str): Postgres only. The engine-owned schema that holds every
+///         alkstore table: 1-63 ASCII letters, digits or `_`, not starting with
+///         a digit. Defaults to "alkstore".
+///     max_connections (int): Postgres only. The most pooled connections the
+///         store holds at once (1..=1000); the LISTEN session is not counted.
+///         Defaults to 4.
+///     pool_size (int): Postgres only. The older name of `max_connections`.
+///     listen (bool): Postgres only. Wake waiters at commit through
+///         LISTEN/NOTIFY, on one more session; `False` polls every
+///         `poll_interval_s` instead. Defaults to True.
+///     listen_url (str): Postgres only. A direct `postgresql://` server URL for
+///         the LISTEN session, when `target` is a transaction pooler. Without
+///         it the LISTEN session connects to `target`, except with
+///         `statements="unnamed"`: then the store polls, and logs once on the
+///         `alkstore` logger that it does.
+///     statements (Literal["named", "unnamed"]): Postgres only. `"named"`
+///         prepares each statement once per connection; `"unnamed"` keeps
+///         nothing in the server session, for a transaction pooler (PgBouncer
+///         `pool_mode=transaction` before 1.21, most managed poolers).
+///         Defaults to "named".
+///
+/// Returns:
+///     The open store; `with alkstore.open(...) as store:` closes it at the
+///         end of the block.
+///
+/// Raises:
+///     TypeError: A target that is no `str` or `os.PathLike`, an unknown
+///         option, or an option's value of the wrong type.
+///     ValueError: A target alkstore does not open (another URL scheme,
+///         `":memory:"`, a libpq `key=value` string, a SQLite `file:` URI), an
+///         option of the other engine (the message names the engine), a value
+///         out of range, or an option given in the URL and as a keyword with
+///         different values.
+///     DatabaseError: The file or the server cannot be opened, or the store
+///         was written by a newer alkstore.
+///
+/// Warns:
+///     SharedFileWarning: On SQLite, where the platform cannot keep another
+///         SQLite library in this process (Python's `sqlite3`, an ORM) from
+///         overwriting the store's writes on the same file (outside Linux).
 #[pyfunction]
 #[pyo3(signature = (target, **options))]
 pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Store> {

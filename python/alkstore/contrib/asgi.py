@@ -100,7 +100,7 @@ class Alkstore:
 
     @asynccontextmanager
     async def _lifespan(self) -> AsyncIterator[dict[str, Any]]:
-        store = await asyncio.to_thread(alkstore.open, self._target, **self._options)
+        store = await asyncio.to_thread(lambda: alkstore.open(self._target, **self._options))
         self._store = store
         if self._tasks is not None:
             self._tasks.bind(store)
