@@ -58,9 +58,11 @@ pub(crate) const LOG_ADD: &str = "UPDATE __alkstore_rate_log SET n = n + ?3 WHER
 pub(crate) const PRUNE: &str = "DELETE FROM __alkstore_rate_log WHERE queue = ?1 AND at <= ?2";
 
 /// When `?1`'s rate window next opens (its oldest logged claim leaves it),
-/// in whole seconds rounded up; `?2` hires now.
-pub(crate) const RATE_WAKE: &str =
-    "SELECT CAST(min(l.at) + m.rate_period_s AS INTEGER) + 1 FROM __alkstore_rate_log l \
+/// Unix seconds to the sub-second, as the claim compares them; `?2` hires
+/// now. Not rounded to a whole second: a window of a fractional period
+/// opens between two, and a waiter told the next whole second slept
+/// through it (issue 43).
+pub(crate) const RATE_WAKE: &str = "SELECT min(l.at) + m.rate_period_s FROM __alkstore_rate_log l \
 JOIN __alkstore_limits m ON m.queue = l.queue WHERE l.queue = ?1 AND m.rate_count IS NOT NULL \
 AND l.at > ?2 - m.rate_period_s";
 
@@ -128,7 +130,8 @@ pub(crate) fn get(conn: &Connection, queue: &str) -> Result<Option<QueueLimits>>
         .db()
 }
 
-fn hires_now(conn: &Connection, offset: i64) -> Result<f64> {
+/// The clock with sub-second precision (to the millisecond), offset included.
+pub(crate) fn hires_now(conn: &Connection, offset: i64) -> Result<f64> {
     conn.prepare_cached(HIRES_NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
 }
 
@@ -198,10 +201,10 @@ pub(crate) fn claim(
     })
 }
 
-/// When `queue`'s rate window next opens (None: no rate, or nothing logged).
-pub(crate) fn rate_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
-    let t = hires_now(conn, offset)?;
-    conn.prepare_cached(RATE_WAKE).and_then(|mut s| s.query_row(params![queue, t], |r| r.get(0))).db()
+/// When `queue`'s rate window next opens, seen at hires `now` (None: no
+/// rate, or nothing logged).
+pub(crate) fn rate_wake(conn: &Connection, now: f64, queue: &str) -> Result<Option<f64>> {
+    conn.prepare_cached(RATE_WAKE).and_then(|mut s| s.query_row(params![queue, now], |r| r.get(0))).db()
 }
 
 impl LimitOps for SqliteEngine {

@@ -6,7 +6,6 @@
 use alkstore_core::{Job, QueueStats, ReadOps, Result, Tx};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::conn::now;
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 use crate::rows;
@@ -150,21 +149,26 @@ pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<String>> {
     names.collect::<rusqlite::Result<Vec<String>>>().db()
 }
 
-/// When `queue` next gains claimable work without a commit; see [`NEXT_WAKE`].
+/// How long until `queue` next gains claimable work without a commit (see
+/// [`NEXT_WAKE`]), in seconds from one sub-second clock read: the whole
+/// seconds of `run_at` and `deadline + 1` are instants on that clock too.
 /// A rate-limited queue (SPEC §24) also gains claimable work when its rate
 /// window opens.
-pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
-    let now = now(conn, offset)?;
+pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<f64>> {
+    let hires = super::limits::hires_now(conn, offset)?;
+    // The whole second the claim's `unixepoch()` reads at the same instant.
+    let now = hires.floor() as i64;
     let due: Option<i64> = conn
         .prepare_cached(NEXT_WAKE)
         .and_then(|mut s| s.query_row(rusqlite::params![queue, now], |r| r.get(0)).optional())
         .db()
         .map(Option::flatten)?;
-    let opens = super::limits::rate_wake(conn, offset, queue)?;
-    Ok(match (due, opens) {
+    let opens = super::limits::rate_wake(conn, hires, queue)?;
+    let first = match (due.map(|d| d as f64), opens) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    })
+    };
+    Ok(first.map(|at| at - hires))
 }
 
 impl ReadOps for SqliteEngine {
@@ -189,7 +193,7 @@ impl ReadOps for SqliteEngine {
         self.conns.with_reader(queue_names)
     }
 
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+    fn next_wake(&self, queue: &str) -> Result<Option<f64>> {
         let offset = self.offset();
         self.conns.with_reader(|c| next_wake(c, offset, queue))
     }
