@@ -48,6 +48,12 @@ _RUN_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0021 gave live rows their last failure (issue 43). (0020 is another
+    # branch's: until it lands the numbers skip it.)
+    21: {
+        "sqlite": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
+        "postgres": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
+    },
     # 0019 gave SQLite children the run of their parents' ids: the triggers
     # naming it go before the columns (SQLite refuses to drop a column a
     # trigger names) and come back as 0016 and 0014 left them, so the undos

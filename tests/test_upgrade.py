@@ -64,7 +64,7 @@ def test_a_sqlite_store_of_the_previous_main_upgrades_and_keeps_everything(tmp_p
     with alkstore.open(str(path)) as store:
         check_upgraded(store)
     target = Target("sqlite", str(path), None)
-    assert version(target) == "19"
+    assert version(target) == "21"
 
 
 def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -> None:
@@ -76,7 +76,7 @@ def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -
             pg.execute(dump.replace("upgrade_fixture", schema).encode())
         with alkstore.open(PG_URL, schema=schema) as store:
             check_upgraded(store)
-        assert version(Target("postgres", PG_URL, schema)) == "19"
+        assert version(Target("postgres", PG_URL, schema)) == "21"
     finally:
         drop_schema(schema)
 

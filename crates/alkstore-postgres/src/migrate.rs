@@ -39,6 +39,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (17, include_str!("migrations/0017_sole_acked_function.sql")),
     (18, include_str!("migrations/0018_live_index.sql")),
     (19, include_str!("migrations/0019_fan_in_run.sql")),
+    // (20 is taken by a change on another branch.)
+    (21, include_str!("migrations/0021_live_last_error.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.

@@ -116,9 +116,10 @@ pub trait HandleOps {
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
 
     /// Back to pending, ready `delay_s` seconds from now (resolved by the
-    /// Store; a spent budget goes to [`HandleOps::fail`] instead). False when
-    /// the handle is not valid.
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool>;
+    /// Store; a spent budget goes to [`HandleOps::fail`] instead), with
+    /// `error` as the row's `last_error` (SPEC §30: a pending job reads its
+    /// latest retry's error). False when the handle is not valid.
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64, error: &str) -> Result<bool>;
 
     /// Straight to dead with `error` (`job.fail`, and a retry past the
     /// budget). False when the handle is not valid.

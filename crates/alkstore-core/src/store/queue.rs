@@ -155,7 +155,7 @@ impl Store {
         }
         match retry_to(job, delay_s) {
             RetryTo::Dead => self.in_tx(tx, |t| self.engine.fail(t, job, error)),
-            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s)),
+            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s, error)),
         }
     }
 

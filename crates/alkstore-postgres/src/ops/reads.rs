@@ -36,9 +36,10 @@ impl Sql {
     pub(crate) fn new(s: &str) -> Self {
         Sql {
             // One statement, one snapshot: a row moving to dead is seen in
-            // exactly one of the two tables.
+            // exactly one of the two tables. A live row's last_error is its
+            // last failure (SPEC §30, migration 0021).
             get_job: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key \
                  FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
                  UNION ALL \
                  SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
@@ -51,7 +52,7 @@ impl Sql {
             // For operators (ADR 0007): a backward walk of the primary key
             // that skips other queues' rows.
             live_jobs: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key FROM {s}.jobs \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key FROM {s}.jobs \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // UNION, not UNION ALL: one name per queue. A scan of both

@@ -78,7 +78,8 @@ pub(crate) const READY_BEYOND: &str = concat!(
 /// the best `?5` (fresh budget) ready rows among the first `?6` whose group
 /// has room under `?7` (group_concurrency, NULL: none): a row is the `nth`
 /// of its group among the candidates, and `nth` plus the group's processing
-/// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now.
+/// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now. A
+/// reclaimed lease records that it lapsed (`reclaim_error!`).
 ///
 /// Each LIMIT is `0 + ?n`, not a bare `?n`, and the ready scan's queue is
 /// `CAST(?1 AS TEXT)` (as in the fast path's scan): SQLite's planner reads a bare bound LIMIT, and the bare queue
@@ -90,8 +91,9 @@ pub(crate) const READY_BEYOND: &str = concat!(
 pub(crate) const CLAIM: &str = concat!(
     "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
-claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
-WHERE id IN (\
+claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s, ",
+    reclaim_error!(),
+    " WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND (expires_at IS NULL OR expires_at > ?3) \

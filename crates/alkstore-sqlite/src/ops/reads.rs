@@ -19,11 +19,12 @@ macro_rules! job_cols {
 }
 
 /// `get_job`: the live row or else the dead one, this queue only (an id lives
-/// in exactly one of the two tables).
+/// in exactly one of the two tables). A live row's `last_error` is its last
+/// failure (SPEC §30, migration 0021); only a dead row has `died_at`.
 pub(crate) const GET_JOB: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2 UNION ALL SELECT ",
+    ", last_error, NULL FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2 UNION ALL SELECT ",
     job_cols!(),
     ", last_error, died_at FROM __alkstore_dead WHERE id = ?1 AND queue = ?2"
 );
@@ -41,7 +42,7 @@ pub(crate) const DEAD_JOBS: &str = concat!(
 pub(crate) const LIVE_JOBS: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+    ", last_error, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 
 /// `queue_names` (ADR 0007): every queue that ever had a job (migration
