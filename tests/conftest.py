@@ -15,7 +15,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 import pytest
@@ -121,7 +121,7 @@ class Target:
     schema: str | None  # the engine-owned pg schema; None on SQLite
     pooled: bool = False  # behind PgBouncer in transaction mode
 
-    def open(self, **options: object) -> Store:
+    def open(self, **options: Any) -> Store:
         if self.schema is not None:
             options.setdefault("schema", self.schema)
         if self.pooled:
@@ -129,7 +129,7 @@ class Target:
             # LISTEN on a direct session, as docs/scaling.md recommends.
             options.setdefault("statements", "unnamed")
             options.setdefault("listen_url", PG_URL)
-        return alkstore.open(self.location, **options)  # type: ignore[arg-type]
+        return alkstore.open(self.location, **options)
 
     def argv(self) -> list[str]:
         """Two command-line words a helper script turns back into `open()` arguments.

@@ -45,14 +45,34 @@ _RUN_TRIGGERS = (
     "__alkstore_job_left_failed",
 )
 
+#: The SQLite triggers migration 0020 redefined around the set-wise failure rule.
+_CASCADE_TRIGGERS = (
+    "__alkstore_job_failed_settle",
+    "__alkstore_job_left_failed",
+    "__alkstore_dead_parent_left",
+)
+
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
-    # 0021 gave live rows their last failure (issue 43). (0020 is another
-    # branch's: until it lands the numbers skip it.)
+    # 0021 gave live rows their last failure (issue 43).
     21: {
         "sqlite": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
         "postgres": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
+    },
+    # 0020 settled a death set-wise: SQLite's failure rule and its two entries
+    # come back as 0019, 0014 and 0012 left them (the view with one column);
+    # Postgres's settle_children and ack_flow are replaced again when the
+    # store migrates, and its burial function goes.
+    20: {
+        "sqlite": [
+            *(f"DROP TRIGGER {t}" for t in _CASCADE_TRIGGERS),
+            "DROP VIEW __alkstore_job_failed",
+            "DROP TABLE __alkstore_doomed",
+            "CREATE VIEW __alkstore_job_failed (id) AS SELECT NULL WHERE 0",
+            *(_trigger_before(t, 20) for t in _CASCADE_TRIGGERS),
+        ],
+        "postgres": ["DROP FUNCTION __alkstore_bury_exhausted"],
     },
     # 0019 gave SQLite children the run of their parents' ids: the triggers
     # naming it go before the columns (SQLite refuses to drop a column a

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -30,63 +28,26 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from selenium import webdriver
 from selenium.common.exceptions import JavascriptException
 from selenium.webdriver import Chrome
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.wait import WebDriverWait
 
 import alkstore
+from tests.browser import chromium
 from tests.conftest import Target
 
 IMAGES = Path(__file__).resolve().parent.parent / "docs" / "images"
 EVIL = {"x": "<script>window.__pwned=1</script>", "y": '"><img src=x onerror=window.__pwned=2>'}
 
 
-def required() -> bool:
-    """Whether a missing browser fails the run (CI) rather than skipping these tests."""
-    ci = os.environ.get("CI", "").lower() not in {"", "0", "false"}
-    return ci or os.environ.get("ALKSTORE_REQUIRE_POSTGRES") == "1"
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Chrome]:
     """One headless chromium for the whole module: starting it is most of the cost."""
-    chromium, chromedriver = shutil.which("chromium"), shutil.which("chromedriver")
-    if chromium is None or chromedriver is None:
-        msg = (
-            "the browser tests need Debian's chromium and chromium-driver on PATH "
-            "(apt-get install chromium chromium-driver)"
-        )
-        if required():
-            pytest.fail(msg)
-        pytest.skip(msg)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    # Root in a container: no sandbox, and /dev/shm there is too small for chromium.
-    # A fixed size and scale: the same layout from run to run.
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,900",
-        "--force-device-scale-factor=1",
-        "--hide-scrollbars",
-        "--lang=en-US",
-    ):
-        options.add_argument(arg)
-    # An explicit driver path skips Selenium Manager, which would download one;
-    # SE_OFFLINE forbids it to, should it run anyway.
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("SE_OFFLINE", "true")
-        driver = Chrome(service=Service(executable_path=chromedriver), options=options)
-    try:
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @dataclass(frozen=True)

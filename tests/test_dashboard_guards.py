@@ -296,3 +296,48 @@ def test_a_server_error_carries_the_hardening_headers_too() -> None:
     r = TestClient(app, base_url=BASE, raise_server_exceptions=False).get("/")
     assert r.status_code == 500 and "the store broke" not in r.text
     assert_hardened(r, "500")
+
+
+# -- caching (issue 44, item 7) ------------------------------------------------------
+
+
+def test_no_response_with_stored_data_may_be_cached(store: alkstore.Store) -> None:
+    """Pages show payloads, errors and names, and /metrics the queue names: a
+    browser's cache or a proxy on the way must not keep them (even behind
+    --auth, where the next user of the machine would find them). Every response
+    but the package's own static files says ``Cache-Control: no-store``."""
+    q = store.queue("emails", max_attempts=1)
+    dead, live = q.enqueue_many([{"secret": "payload"}, {"secret": "live"}])
+    job = q.claim("w")
+    assert job is not None and job.id == dead and job.fail("the secret error")
+    for auth in (None, "ops:pw"):
+        client = browser_like(create_app(store, auth=auth))
+        headers = {} if auth is None else {"Authorization": "Basic " + base64.b64encode(b"ops:pw").decode()}
+        token = csrf(client) if auth is None else ""
+        responses = {
+            path: client.get(path, headers=headers)
+            for path in (
+                "/",
+                "/queue?name=emails",
+                "/queue?name=emails&state=dead",
+                f"/job?queue=emails&id={dead}",
+                f"/job?id={live}",
+                "/job?id=999999",
+                "/queue?name=__alkstore_x",
+                "/catalog",
+                "/metrics",
+                "/healthz",
+            )
+        }
+        if auth is None:
+            responses["303"] = client.post(
+                "/action", data={"csrf": token, "queue": "emails", "action": "pause"}, follow_redirects=False
+            )
+        else:
+            responses["401"] = client.get("/job", params={"queue": "emails", "id": dead})
+        for what, r in responses.items():
+            assert r.headers.get("cache-control") == "no-store", (auth, what, r.status_code, r.headers)
+        static = client.get("/static/style.css", headers=headers)
+        assert static.status_code == 200 and "no-store" not in static.headers.get("cache-control", ""), (
+            "the package's stylesheet holds no stored data: it may be cached"
+        )

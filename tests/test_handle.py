@@ -10,6 +10,7 @@ import pytest
 
 import alkstore
 from tests.conftest import PG_URL, Target, drop_schema, new_schema_name
+from tests.workers import running, wait_for
 
 # Also through PgBouncer in transaction mode (SPEC §26).
 pytestmark = pytest.mark.pgbouncer
@@ -429,8 +430,8 @@ def test_backoff_range(attempt: int, base: float, expected: tuple[int, int]) -> 
 
 @pytest.mark.parametrize(
     "error",
-    ["", "plain", "ünïcødé ☃ 𝄞", "x" * 20_000, "multi\nline\ttext", "quote ' and \" and \\"],
-    ids=["empty", "plain", "unicode", "long", "whitespace", "quotes"],
+    ["", "plain", "ünïcødé ☃ 𝄞", "é" * 4096, "multi\nline\ttext", "quote ' and \" and \\"],
+    ids=["empty", "plain", "unicode", "at-the-bound", "whitespace", "quotes"],
 )
 def test_last_error_round_trips(store: alkstore.Store, error: str) -> None:
     q = store.queue("q", max_attempts=1)
@@ -441,6 +442,49 @@ def test_last_error_round_trips(store: alkstore.Store, error: str) -> None:
     for job_id in (failed, retried):
         job = q.get_job(job_id)
         assert job is not None and job.state == "dead" and job.last_error == error
+
+
+#: The most UTF-8 bytes a stored error keeps (docs/queues.md, issue 44).
+MAX_ERROR_BYTES = 8192
+
+
+def test_a_longer_error_is_cut_not_refused(store: alkstore.Store) -> None:
+    """A failing handler's error is recorded whatever its size: past 8 KiB its
+    start and end are kept around a marker, cut at character boundaries."""
+    q = store.queue("q", max_attempts=1)
+    failed, retried = q.enqueue_many([1, 2])
+    h1, h2 = q.claim_batch("w", 2)
+    error = "Traceback: " + "☃" * 20_000 + " ValueError: the end"
+    assert h1.fail(error) is True
+    assert h2.retry(error) is True
+    for job_id in (failed, retried):
+        job = q.get_job(job_id)
+        assert job is not None and job.last_error is not None
+        kept = job.last_error
+        assert len(kept.encode()) <= MAX_ERROR_BYTES < len(error.encode())
+        assert kept.startswith("Traceback: ☃") and kept.endswith("☃ ValueError: the end")
+        assert f"[an error of {len(error.encode())} bytes, cut to {MAX_ERROR_BYTES}]" in kept
+
+
+def test_a_workers_huge_exception_is_recorded_cut_and_the_worker_goes_on(store: alkstore.Store) -> None:
+    """The Worker stores ``repr()`` of what a handler raised: a 5 MB message is
+    recorded (cut), the job is dead with it, and the next job runs."""
+    worker = alkstore.Worker(store, concurrency=1)
+    q = store.queue("q", max_attempts=1)
+    huge, fine = q.enqueue_many([{"huge": True}, {"huge": False}])
+
+    @worker.handler("q")
+    def handle(payload: dict[str, bool], _job: alkstore.JobHandle) -> None:
+        if payload["huge"]:
+            raise ValueError("start " + "x" * 5_000_000 + " end")
+
+    with running(worker):
+        wait_for(lambda: worker.counts.dead == 1 and worker.counts.acked == 1)
+    dead = q.get_job(huge)
+    assert dead is not None and dead.state == "dead" and dead.last_error is not None
+    assert len(dead.last_error.encode()) <= MAX_ERROR_BYTES
+    assert dead.last_error.startswith("ValueError('start xxx") and dead.last_error.endswith("xxx end')")
+    assert q.get_job(fine) is None, "acked"
 
 
 @pytest.mark.parametrize("op", ["fail", "retry-at-budget"])

@@ -75,7 +75,7 @@ def test_unknown_scheme_names_accepted_forms(spec: str) -> None:
 
 def test_unknown_option_is_type_error(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="bogus"):
-        alkstore.open(tmp_path / "x.db", bogus=1)
+        alkstore.open(tmp_path / "x.db", bogus=1)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(
@@ -91,7 +91,7 @@ def test_unknown_option_is_type_error(tmp_path: Path) -> None:
 )
 def test_pg_only_option_on_sqlite(tmp_path: Path, option: str, value: object) -> None:
     with pytest.raises(ValueError, match=option):
-        alkstore.open(tmp_path / "x.db", **{option: value})  # type: ignore[arg-type]
+        alkstore.open(tmp_path / "x.db", **{option: value})  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(("option", "value"), [("busy_timeout_ms", 100), ("watch_interval_ms", 5)])
@@ -100,7 +100,7 @@ def test_sqlite_only_option_on_pg(option: str, value: object) -> None:
     schema = new_schema_name()
     try:
         with pytest.raises(ValueError, match=option):
-            alkstore.open(PG_URL, schema=schema, **{option: value})  # type: ignore[arg-type]
+            alkstore.open(PG_URL, schema=schema, **{option: value})  # type: ignore[call-overload]
     finally:
         drop_schema(schema)
 

@@ -9,11 +9,14 @@ connection budget has. The 64-process drain is tests/test_fleet.py.
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import subprocess
 import sys
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +30,7 @@ from tests.conftest import (
     require_postgres,
 )
 from tests.pgbouncer import PgBouncer
+from tests.test_cli import HELPERS, helpers_path
 from tests.workers import wait_for
 
 
@@ -232,3 +236,162 @@ def test_named_statements_behind_the_pooler_fail_with_a_hint(schema: str) -> Non
         assert "42P05" in second.stderr and 'statements="unnamed"' in second.stderr, second.stderr[-2000:]
     finally:
         bouncer.close()
+
+
+# --- the command line through the pooler (issue 43) ------------------------------
+
+# What a worker process does first, as the issue's reproduction: open the store by
+# keyword with `statements="unnamed"`, then claim and ack a job.
+_WORKER_START = (
+    "import sys, alkstore\n"
+    "with alkstore.open(sys.argv[1], schema=sys.argv[2], statements='unnamed', listen=False) as s:\n"
+    "    q = s.queue('q')\n"
+    "    q.enqueue({'n': 1})\n"
+    "    job = q.claim('w')\n"
+    "    assert job is not None and job.ack()\n"
+    "print('started', flush=True)\n"
+)
+
+
+def _start_worker(url: str, schema: str) -> None:
+    r = subprocess.run(
+        [sys.executable, "-c", _WORKER_START, url, schema], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and r.stdout.strip() == "started", r.stderr[-3000:]
+
+
+def _prepared(url: str) -> list[str]:
+    """The prepared statements of the server session a one-session pooler at `url` holds."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as conn:
+        return sorted(str(row[0]) for row in conn.execute("SELECT name FROM pg_prepared_statements"))
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "alkstore", *args], capture_output=True, text=True, timeout=120, env=env
+    )
+
+
+def test_the_command_line_through_the_pooler_between_two_worker_starts(schema: str) -> None:
+    """On the pooler's one server session: a worker starts; the command line runs,
+    first as it always could (named statements, which it leaves in the session),
+    then told `?statements=unnamed` in its URL, run after run; a worker starts again
+    in the session that still holds the named run's statements, and adds none."""
+    require_pgbouncer()
+    bouncer = PgBouncer(PG_URL, pool_size=1)
+    try:
+        url = bouncer.url()
+        _start_worker(url, schema)
+        first = _cli("stats", url, "--schema", schema)
+        assert first.returncode == 0, first.stderr
+        # Its statements are still in the session: a second named run meets them,
+        # and the hint says how the command line avoids that.
+        second = _cli("jobs", url, "q", "--schema", schema)
+        assert second.returncode == 1, second.stderr
+        assert "42P05" in second.stderr and "?statements=unnamed" in second.stderr, second.stderr
+        pooled = f"{url}?statements=unnamed"
+        for _ in range(3):
+            for args in (["stats"], ["jobs", "q"], ["jobs", "q", "--dead"], ["requeue", "q", "--all"]):
+                r = _cli(args[0], pooled, *args[1:], "--schema", schema)
+                assert r.returncode == 0, (args, r.stderr)
+            r = _cli("stats", "--schema", schema, env=dict(os.environ, ALKSTORE_URL=pooled))
+            assert r.returncode == 0, r.stderr
+        # The second start meets named statements in the session: the first run's, or,
+        # when the pooler replaced the session after the failed run's disconnect (it
+        # does when the client leaves before the server's reply is read), a new run's.
+        if not _prepared(url):
+            r = _cli("stats", url, "--schema", schema)
+            assert r.returncode == 0, r.stderr
+        names = _prepared(url)
+        assert names, "the session holds named statements (the case under test)"
+        _start_worker(url, schema)
+        assert _prepared(url) == names, "the worker added none"
+    finally:
+        bouncer.close()
+
+
+def _named_runs_on_both_sessions(url: str, schema: str) -> None:
+    """A named command-line run on each server session of a two-session pooler,
+    each leaving its statements there: while one session is held by an open
+    transaction, the run can only get the other."""
+    import psycopg
+
+    def hold() -> psycopg.Connection[tuple[object, ...]]:
+        conn = psycopg.connect(url, prepare_threshold=None)
+        conn.execute("SELECT 1")  # a transaction is open: the session is this client's
+        return conn
+
+    first = hold()
+    r = _cli("stats", url, "--schema", schema)
+    assert r.returncode == 0, r.stderr
+    second = hold()  # the session the run used, the only one free
+    first.rollback()
+    r = _cli("stats", url, "--schema", schema)  # now on the first session
+    assert r.returncode == 0, r.stderr
+    second.rollback()
+    first.close()
+    second.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_64_pooled_worker_processes_start_cleanly_after_command_line_runs(
+    schema: str, tmp_path: Path
+) -> None:
+    """64 `alkstore worker` processes, each given its store by ALKSTORE_URL with
+    `?statements=unnamed`, start through a two-session pooler whose sessions hold
+    the named statements of earlier command-line runs, and drain the queue."""
+    require_pgbouncer()
+    n = 64
+    with alkstore.open(PG_URL, schema=schema) as store:
+        shout = alkstore.Tasks(store).task(queue="app", name="tasks_app.shout")(lambda text: text)
+        for i in range(n):
+            shout.enqueue(f"job{i}")
+        bouncer = PgBouncer(PG_URL, pool_size=2)
+        procs: list[subprocess.Popen[bytes]] = []
+        try:
+            url = bouncer.url()
+            _named_runs_on_both_sessions(url, schema)
+            pooled = f"{url}?statements=unnamed&listen=false&poll_interval_s=0.5"
+            for args in (["stats"], ["jobs", "app"], ["schedules"]):
+                r = _cli(args[0], pooled, *args[1:], "--schema", schema)
+                assert r.returncode == 0, (args, r.stderr)
+            env = dict(os.environ, ALKSTORE_URL=pooled, PYTHONPATH=helpers_path())
+            argv = [sys.executable, "-m", "alkstore", "worker", "--tasks", "tasks_app:tasks"]
+            argv += ["--schema", schema, "--queues", "app", "--no-schedules", "--concurrency", "1"]
+            logs = [tmp_path / f"worker{i}.err" for i in range(n)]
+            for log in logs:
+                with open(log, "wb") as err:
+                    procs.append(
+                        subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=HELPERS)
+                    )
+
+            def started() -> bool:
+                dead = [p.args for p in procs if p.poll() is not None]
+                assert not dead, [
+                    log.read_text()[-2000:]
+                    for log, p in zip(logs, procs, strict=True)
+                    if p.poll() is not None
+                ][:3]
+                return all(b"queues app" in log.read_bytes() for log in logs)
+
+            wait_for(started, timeout=300, what="64 workers to open their store and start")
+            app = store.queue("app")
+            wait_for(
+                lambda: (app.stats().pending, app.stats().processing) == (0, 0),
+                timeout=300,
+                what="the workers to drain the queue",
+            )
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGTERM)
+            codes = [p.wait(60) for p in procs]
+            bouncer.close()
+        texts = [log.read_text() for log in logs]
+        assert codes == [0] * n, [t[-2000:] for t, c in zip(texts, codes, strict=True) if c != 0][:3]
+        for text in texts:
+            assert "Traceback" not in text and "rror" not in text, text[-2000:]
+        assert store.queue("app").stats().dead == 0

@@ -126,7 +126,7 @@ def test_schedules_lists_every_field_by_name(store: alkstore.Store) -> None:
     assert (big_b.payload, big_b.expires) == ({"k": [1, 2]}, 60)
     assert a.next_fire_at.tzinfo is not None and a.next_fire_at.utcoffset() == timedelta(0)
     assert a.next_fire_at.tzinfo == UTC or a.next_fire_at.tzname() == "UTC"
-    assert 'name="a"' in repr(a) and "@every 5m" in repr(a)
+    assert "name='a'" in repr(a) and "@every 5m" in repr(a)
     assert a == store.schedules()[1]
 
 

@@ -92,3 +92,41 @@ def test_the_function_takes_a_group_key(store: alkstore.Store, target: Target) -
     job = q.get_job(int(row[0]))
     assert job is not None and job.group == "tenant-9"
     assert q.stats().pending == 1
+
+
+def test_the_function_refuses_a_payload_a_worker_cannot_decode(store: alkstore.Store, target: Target) -> None:
+    """Issue 44: jsonb takes 3,000 levels and `1e5000` (written back as an
+    integer of 5,001 digits); the function refuses both with core's
+    messages, SQLSTATE 22023, and writes nothing. At the limits it accepts,
+    and the job reads back. (The Rust test
+    `the_function_and_core_agree_on_payload_edge_cases` compares the two
+    verdicts on a corpus.)"""
+    sql = f'SELECT "{target.schema}".enqueue(queue => %s, payload => %s::jsonb)'
+    refused = [
+        ("[" * 3000 + "]" * 3000, "payload nests arrays and objects deeper than the limit of 500"),
+        ('{"args": [1e5000]}', "payload has an integer of 5001 digits, over the limit of 4300"),
+        ('{"args": [1' + "0" * 309 + ".5]}", "payload has a number past the float range"),
+    ]
+    deepest: list[object] = []
+    for _ in range(499):
+        deepest = [deepest]
+    accepted = [
+        ("[" * 500 + "]" * 500, deepest),
+        # jsonb writes 1e308 in plain notation, an integer: it reads back exactly, as an int.
+        ('{"args": [1e308]}', {"args": [10**308]}),
+        ("[1" + "0" * 4299 + "]", [10**4299]),
+    ]
+    with psycopg.connect(PG_URL, autocommit=True) as app:
+        for text, message in refused:
+            with pytest.raises(psycopg.errors.InvalidParameterValue, match=message):
+                app.execute(sql, ("app", text))
+        assert store.queues() == [], "nothing written"
+        ids = []
+        for text, _ in accepted:
+            row = app.execute(sql, ("app", text)).fetchone()
+            assert row is not None
+            ids.append(int(row[0]))
+    q = store.queue("app")
+    for job_id, (_, value) in zip(ids, accepted, strict=True):
+        job = q.get_job(job_id)
+        assert job is not None and job.payload == value

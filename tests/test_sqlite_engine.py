@@ -128,11 +128,11 @@ def test_must_exist_creates_nothing_and_reads_a_store(tmp_path: Path, target: Ta
     """The private `_must_exist` open (the CLI's inspection commands) never creates a file."""
     missing = tmp_path / "missing.db"
     with pytest.raises(alkstore.DatabaseError):
-        alkstore.open(missing, _must_exist=True)
+        alkstore.open(missing, _must_exist=True)  # type: ignore[call-overload]  # private: not in the stub
     assert not missing.exists()
     with target.open() as store:
         job_id = store.queue("q").enqueue({"k": 1})
-    with alkstore.open(target.location, _must_exist=True) as store:
+    with target.open(_must_exist=True) as store:
         job = store.queue("q").get_job(job_id)
         assert job is not None and job.payload == {"k": 1}
 

@@ -114,7 +114,7 @@ def test_event_is_a_frozen_value(store: Store) -> None:
     a, b = s.read()[0], s.read()[0]
     assert a == b and a is not b
     assert a != s.read()[0].payload
-    assert repr(a).startswith('Event(offset=1, key="k"')
+    assert repr(a).startswith("Event(offset=1, key='k'")
     with pytest.raises(AttributeError):
         a.offset = 5  # type: ignore[misc]
 
@@ -180,7 +180,7 @@ def test_streams_are_independent(store: Store) -> None:
 
 def test_stream_does_no_io_and_repr(store: Store) -> None:
     s = store.stream("orders")
-    assert repr(s) == '<alkstore.Stream "orders">'
+    assert repr(s) == "<alkstore.Stream 'orders'>"
     store.close()
     with pytest.raises(alkstore.StoreClosed):
         s.publish(1)

@@ -8,8 +8,10 @@ Worker made by the registry routing each job to its task.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -198,3 +200,137 @@ def test_current_job_is_the_running_job(store: Store) -> None:
     assert ids == [job_id]
     with pytest.raises(LookupError, match="no alkstore job is running here"):
         alkstore.current_job()
+
+
+def scale(factor: int, n: int) -> int:
+    return factor * n
+
+
+async def ascale(factor: int, n: int) -> int:
+    await asyncio.sleep(0)
+    return factor * n
+
+
+class Scaler:
+    """A callable object: no ``__qualname__`` of its own, as a partial has none."""
+
+    def __init__(self, factor: int) -> None:
+        self.factor = factor
+
+    def __call__(self, n: int) -> int:
+        return self.factor * n
+
+
+class AsyncScaler(Scaler):
+    async def __call__(self, n: int) -> int:  # type: ignore[override]
+        await asyncio.sleep(0)
+        return self.factor * n
+
+
+def test_a_partial_or_a_callable_object_must_be_given_a_name(store: Store) -> None:
+    tasks = Tasks(store)
+    nameless: list[object] = [
+        functools.partial(scale, 2),
+        functools.partial(ascale, 2),
+        Scaler(2),
+        AsyncScaler(2),
+    ]
+    for fn in nameless:
+        with pytest.raises(TypeError, match=r'has no __qualname__ to name its task by: pass name="\.\.\."'):
+            tasks.task(fn)  # type: ignore[call-overload]
+        with pytest.raises(TypeError, match=r"pass name="):
+            tasks.task(queue="q")(fn)  # type: ignore[arg-type]
+    assert len(tasks) == 0 and store.queues() == [], "nothing registered, nothing written"
+
+
+def test_named_partials_and_callable_objects_run_sync_and_async(store: Store) -> None:
+    tasks = Tasks(store)
+    made: list[alkstore.Task[..., Any]] = [
+        tasks.task(name="scale.partial", queue="q")(functools.partial(scale, 2)),
+        tasks.task(name="scale.apartial", queue="q")(functools.partial(ascale, 3)),
+        tasks.task(name="scale.object", queue="q")(Scaler(4)),
+        tasks.task(name="scale.aobject", queue="q")(AsyncScaler(5)),
+        tasks.task(name="scale.apartial_object", queue="q")(functools.partial(AsyncScaler(6))),
+    ]
+    ids = [t.options(keep_result=3600).enqueue(10) for t in made]
+    worker = tasks.worker(concurrency=2)
+    with running(worker):
+        wait_for(lambda: worker.counts.acked + worker.counts.retried >= len(ids))
+    assert (worker.counts.acked, worker.counts.retried) == (5, 0), worker.counts
+    results = [store.result(i) for i in ids]
+    assert [r.value if r is not None else None for r in results] == [20, 30, 40, 50, 60]
+
+
+def test_a_periodic_task_is_checked_when_it_is_decorated(store: Store) -> None:
+    tasks = Tasks(store)
+    with pytest.raises(alkstore.InvalidSpec, match="never"):
+        tasks.periodic("0 0 30 2 *")  # February 30th
+    with pytest.raises(alkstore.InvalidSpec):
+        tasks.periodic("*/5 * * *")  # four fields
+    with pytest.raises(ValueError, match="tz must be an IANA time zone name"):
+        tasks.periodic("0 9 * * *", tz="Mars/Olympus_Mons")
+
+    def needs(x: int) -> None: ...
+
+    def keyword_only(*, x: int) -> None: ...
+
+    for fn in (needs, keyword_only):
+        with pytest.raises(TypeError, match=r"periodic task .*no arguments, but missing a required"):
+            tasks.periodic("@every 1m")(fn)  # type: ignore[arg-type]
+    with pytest.raises(alkstore.InvalidName):
+        tasks.periodic("@every 1m", name="x" * 201)(lambda: None)
+    assert len(tasks) == 0, "a refused decoration registers nothing"
+    assert tasks.register_schedules() == []
+
+    @tasks.periodic("@every 1m", name="fine")
+    def defaults_only(x: int = 1) -> None: ...
+
+    assert tasks.register_schedules() == ["fine"]
+    assert [s.name for s in store.schedules()] == ["fine"]
+
+
+class WhereRouted(Tasks):
+    """Records, for each job routed, whether an event loop was running on the
+    thread that routed it: the thread that claimed the job routes it."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.routed: list[tuple[str, str, bool]] = []
+
+    def _route(self, job: alkstore.JobHandle) -> Any:
+        try:
+            asyncio.get_running_loop()
+            on_loop = True
+        except RuntimeError:
+            on_loop = False
+        self.routed.append((job.payload["task"], threading.current_thread().name, on_loop))
+        return super()._route(job)
+
+
+def test_the_claim_after_an_async_task_is_not_made_on_the_event_loop(store: Store) -> None:
+    """A finished sync task's thread claims the next job itself; a finished async
+    task's callback runs on the event loop's thread, where a claim would block
+    every other async task, so the claiming thread claims instead."""
+    tasks = WhereRouted(store)
+
+    @tasks.task(queue="mixed", name="first")
+    async def first() -> None:
+        await asyncio.sleep(0)
+
+    @tasks.task(queue="mixed", name="second")
+    def second() -> None: ...
+
+    @tasks.task(queue="mixed", name="third")
+    def third() -> None: ...
+
+    first.enqueue()
+    second.enqueue()
+    third.enqueue()
+    worker = tasks.worker(concurrency=1)  # one slot: the next job waits for the one before
+    with running(worker):
+        wait_for(lambda: worker.counts.acked == 3)
+    assert [name for name, _, _ in tasks.routed] == ["first", "second", "third"]
+    on_loop = [(name, thread) for name, thread, loop in tasks.routed if loop]
+    assert on_loop == [], f"claimed on the event loop's thread: {on_loop}"
+    # The hand-off from a finished sync task to the next job still happens on its thread.
+    assert tasks.routed[2][1].startswith("alkstore-handler"), tasks.routed

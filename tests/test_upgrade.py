@@ -20,6 +20,13 @@ from tests.conftest import PG_URL, Target, drop_schema, new_schema_name, pg_admi
 from tests.rewind import rewind, version
 
 FIXTURES = Path(__file__).parent / "fixtures"
+_CRATES = Path(__file__).parent.parent / "crates"
+
+
+def latest(engine: str) -> str:
+    """The schema version this build writes: its engine's last migration number."""
+    migrations = _CRATES / f"alkstore-{engine}" / "src" / "migrations"
+    return str(max(int(p.name[:4]) for p in migrations.glob("*.sql")))
 
 
 def test_a_version_2_store_upgrades_and_keeps_its_jobs(target: Target) -> None:
@@ -64,7 +71,7 @@ def test_a_sqlite_store_of_the_previous_main_upgrades_and_keeps_everything(tmp_p
     with alkstore.open(str(path)) as store:
         check_upgraded(store)
     target = Target("sqlite", str(path), None)
-    assert version(target) == "21"
+    assert version(target) == latest("sqlite")
 
 
 def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -> None:
@@ -76,7 +83,7 @@ def test_a_postgres_store_of_the_previous_main_upgrades_and_keeps_everything() -
             pg.execute(dump.replace("upgrade_fixture", schema).encode())
         with alkstore.open(PG_URL, schema=schema) as store:
             check_upgraded(store)
-        assert version(Target("postgres", PG_URL, schema)) == "21"
+        assert version(Target("postgres", PG_URL, schema)) == latest("postgres")
     finally:
         drop_schema(schema)
 

@@ -46,14 +46,14 @@ from typing import TYPE_CHECKING, Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle, Queue, StopToken
-from alkstore._errors import AlkstoreError, DatabaseError, Fail, Retry, Snooze, StoreClosed
+from alkstore._errors import AlkstoreError, ConnectionLost, DatabaseError, Fail, Retry, Snooze, StoreClosed
 from alkstore._executors import Call, Escaped, LoopThread, Pending, ThreadPool
 from alkstore._tally import Tally
 
 if TYPE_CHECKING:  # importing _otel imports opentelemetry: only with telemetry on
     from alkstore._otel import Processing, Telemetry
 
-__all__ = ["Handler", "Run"]
+__all__ = ["Handler", "Route", "Run", "route_of"]
 
 log = logging.getLogger("alkstore.worker")
 # A library logs but never configures logging: without a handler set up by
@@ -120,6 +120,22 @@ def _report(job: JobHandle, exc: Exception) -> None:
             job.max_attempts,
             exc_info=exc,
         )
+
+
+def route_of(route: Callable[[JobHandle], Route], job: JobHandle) -> Route:
+    """What ``route`` picks to run ``job``; when it raises (the payload it
+    reads cannot be decoded), a sync function raising the same, so the
+    runner settles the job by it (``PayloadError``: dead now) and the
+    error never reaches the claiming loop."""
+    try:
+        return route(job)
+    except Exception as exc:
+        error = exc
+
+        def refuse(_payload: Any, _job: JobHandle) -> Any:
+            raise error
+
+        return refuse, False, None
 
 
 def _call_sync(fn: Callable[[Any, JobHandle], Any], job: JobHandle) -> Any:
@@ -346,7 +362,7 @@ class Run:
             return
         if replacing is None:
             self._tally.started()  # a job replacing another takes over its in-flight count
-        fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else h.route(job)
+        fn, is_async, timeout = (h.fn, h.is_async, h.timeout) if h.route is None else route_of(h.route, job)
         fut: Pending[_runner.Outcome]
         retried = self._tally.settle_retried
         if is_async:
@@ -384,7 +400,9 @@ class Run:
                 )
             fut = call
         rec.future = fut
-        fut.add_done_callback(partial(self._done, seq, rec, h))
+        # Whether the job ran on the event loop is the route's answer, not the
+        # queue's: a task queue runs sync and async tasks alike.
+        fut.add_done_callback(partial(self._done, seq, rec, is_async))
 
     def _executor(self, is_async: bool) -> Any:
         """The event loop or the thread pool, made on first use."""
@@ -398,43 +416,57 @@ class Run:
             return self._pool
 
     def _timed_out(self, seq: int, rec: _InFlight, outcome: _runner.Outcome) -> None:
-        """A sync handler ran past its timeout and its job was retried: count
-        it and free its slot now; its thread runs on, abandoned (its outcome
-        lands nowhere), and the pool may start another meanwhile."""
+        """A sync handler ran past its timeout, and its alarm settled the job
+        (``outcome``: retried, or cancelled / lost when the retry could not
+        land): count it and free its slot. A thread still running is abandoned
+        (its outcome lands nowhere) and the pool may start another meanwhile;
+        one that already returned left the job to this (``timed_out``)."""
         kind = _kind(outcome, rec.job)
         with self._lock:
-            if rec.finished or rec.settled or rec.releasing:
-                return
+            if rec.settled or rec.releasing:
+                return  # the drain gave the job back first
             self._tally.add(kind)
-            rec.settled = rec.abandoned = True
+            rec.settled = True
+            running = not rec.finished
+            rec.abandoned = running
             self._inflight.pop(seq, None)
             self._cond.notify_all()
         self._tally.finished()
         if rec.span is not None:
             rec.span.end(kind)
-        if self._pool is not None and isinstance(rec.future, Call):
+        if running and self._pool is not None and isinstance(rec.future, Call):
             self._pool.abandon(rec.future)
 
-    def _done(self, seq: int, rec: _InFlight, h: Handler, fut: Pending[_runner.Outcome]) -> None:
+    def _done(self, seq: int, rec: _InFlight, on_loop: bool, fut: Pending[_runner.Outcome]) -> None:
+        """Counts a finished job and frees its slot, or hands the slot to the
+        next ready job. Runs where the job ran: its pool thread, or the event
+        loop's thread for an async handler (``on_loop``)."""
         kind: str | None
+        timed_out = False
         try:
-            kind = _kind(fut.result(), rec.job)
+            outcome = fut.result()
         except CancelledError:
             kind = None  # cancelled after the drain released it
         except BaseException as exc:
             kind = self._after_crash(rec.job, exc)
+        else:
+            timed_out = outcome == "timed_out"
+            kind = None if timed_out else _kind(outcome, rec.job)
         with self._lock:
             rec.finished = True
             abandoned = rec.abandoned
-        if abandoned:
-            return  # its timeout counted it and freed its slot; its thread ends here
+        if abandoned or timed_out:
+            # Its alarm counts it and frees its slot: it did already, or does
+            # once its retry is done.
+            return
         if rec.span is not None:
             self._end_span(rec, kind)
         # A handler thread that finished takes the next ready job itself and
         # hands it its slot: no wake of the claiming thread and no hop between
-        # threads per job. Not on the event loop's thread: a claim blocks.
+        # threads per job. Not on the event loop's thread: a claim blocks, and
+        # every async job would wait for it.
         nxt = rec.next
-        if nxt is None and not h.is_async and not self.halt.stopped:
+        if nxt is None and not on_loop and not self.halt.stopped:
             nxt = self._next_ready(rec.tried)
         counted: str | None = None
         with self._lock:
@@ -466,6 +498,8 @@ class Run:
                 landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1)
             else:
                 landed, jobs = h.queue._ack_then_claim(job, self._worker_id, 1, result=result)
+        except ConnectionLost:
+            raise  # it may have committed before its reply was lost: the runner must know
         except (AlkstoreError, TypeError, ValueError):
             # It rolled back (or the result is past the payload bound): the
             # plain ack tries again, and raises or drops the result if it must.

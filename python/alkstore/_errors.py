@@ -17,6 +17,7 @@ __all__ = [
     "InvalidSpec",
     "LeadershipLost",
     "LockHeld",
+    "PayloadError",
     "Retry",
     "SharedFileWarning",
     "Snooze",
@@ -41,6 +42,15 @@ class InvalidSpec(AlkstoreError, ValueError):
     def __init__(self, message: str, spec: str = "") -> None:
         super().__init__(message)
         self.spec = spec
+
+
+class PayloadError(AlkstoreError, ValueError):
+    """A payload (or a result, or an event's payload) outside the limits every
+    reader decodes: over ``max_payload_bytes``, nested more than 500 deep, an
+    integer of more than 4,300 digits, or a number past the float range.
+    Raised at enqueue, writing nothing; and when a payload written around
+    those checks (a raw ``INSERT``, an older version) is read and cannot be
+    decoded: a Worker then dead-letters that job with this message."""
 
 
 class LeadershipLost(AlkstoreError):

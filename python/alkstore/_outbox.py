@@ -4,7 +4,7 @@ An outbox is the queue ``__alkstore_outbox:<name>``, reachable only through
 ``store.outbox(name)``. Producers ``enqueue`` inside their business
 transaction (``tx=``), so the message exists exactly when the business write
 committed; a relay calls ``deliver(send)``, which hands each payload to
-``send`` and settles the job through :mod:`alkstore._runner` (return → ack,
+``send`` and settles the job through ``alkstore._runner`` (return → ack,
 exception → retry on the engine's curve, dead after ``max_attempts``), with
 the lease heartbeated while ``send`` runs.
 """
@@ -171,7 +171,7 @@ class Outbox:
         stop: StopToken | None = None,
         concurrency: int = 1,
     ) -> None:
-        """The asyncio twin of :meth:`deliver`: ``concurrency`` relay tasks;
+        """The asyncio twin of ``deliver``: ``concurrency`` relay tasks;
         ``send`` may be a coroutine function (or a plain one).
 
         Cancelling it (or the TaskGroup around it) gives back every message

@@ -9,11 +9,22 @@ Outcomes (SPEC §7, §11, §22):
                            (SPEC §25; a value that is not JSON is logged and
                            the job acked without one: its work is done)
 * ``alkstore.Fail``      → ``fail(str(exc))``: dead now
+* the job's own payload cannot be decoded (``PayloadError`` reading it: text
+  written around the enqueue checks) → ``fail(message)``: dead now, since
+  every attempt would read the same text
 * ``alkstore.Retry``     → ``retry(error, delay=after)``: the attempt counts
 * ``alkstore.Snooze``    → ``snooze(seconds)``: back later, the attempt refunded
 * past the timeout       → ``retry("timed out after N s")``
 * cancelled meanwhile    → nothing to settle (the row is gone): ``cancelled``
 * other exception        → ``retry(repr(exc))`` on the engine's curve (dead at budget)
+
+A settling call whose connection was lost mid-call (``ConnectionLost``) may
+have committed before its reply was lost. When trying it again finds the job
+no longer this handle's, the job's row tells what happened: gone after an ack,
+dead after a fail, pending after a retry or a snooze — the outcome meant, which
+most likely landed the first time — and anything else ``lost``. Never
+``cancelled``: a job counts as cancelled only when its row was gone before any
+settling call of ours could have removed it.
 
 The code may settle the job itself first — ``job.ack(tx=tx)`` to complete it
 with its own business write, ``job.retry(delay=...)`` to put it off — and
@@ -38,6 +49,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -46,7 +58,7 @@ from typing import Any, Literal
 from alkstore._aio import release
 from alkstore._beats import BEATS, Entry, beat_interval, may_hold
 from alkstore._core import JobHandle, _check_json
-from alkstore._errors import DatabaseError, Fail, Retry, Snooze
+from alkstore._errors import ConnectionLost, DatabaseError, Fail, PayloadError, Retry, Snooze
 
 __all__ = [
     "Ack",
@@ -62,7 +74,9 @@ __all__ = [
     "settle",
 ]
 
-Outcome = Literal["acked", "retried", "failed", "released", "snoozed", "cancelled", "lost"]
+#: ``timed_out``: a sync run went past its timeout, and its alarm (not the run)
+#: settles the job and reports the outcome through ``on_timeout``.
+Outcome = Literal["acked", "retried", "failed", "released", "snoozed", "cancelled", "lost", "timed_out"]
 
 #: What ``JobHandle._settled`` says the code itself did.
 _SETTLED: dict[str | None, Outcome] = {
@@ -115,7 +129,8 @@ def heartbeating(job: JobHandle) -> Iterator[None]:
 
 #: An ack that may do more in the same transaction (the Worker claims its
 #: next job with it, ADR 0022), given the job and its result (None: none):
-#: whether it landed, or None to fall back to ``job.ack()``.
+#: whether it landed, or None to fall back to ``job.ack()``. It raises
+#: ``ConnectionLost`` when it may have landed without hearing so.
 Ack = Callable[[JobHandle, Any], "bool | None"]
 
 #: Called once per settle tried again after a transient error (the Worker counts them).
@@ -127,10 +142,18 @@ OnTimeout = Callable[[Outcome], None]
 
 
 def _land(
-    what: str, op: Callable[[], bool], job: JobHandle, beat: Entry | None, on_retry: OnRetry | None
-) -> bool:
+    what: str,
+    op: Callable[[], bool],
+    job: JobHandle,
+    beat: Entry | None,
+    on_retry: OnRetry | None,
+    unsure: bool = False,
+) -> bool | None:
     """Runs the settling ``op``, again after each transient error while the
-    lease may hold; False once it cannot hold any more (the job is lost)."""
+    lease may hold. True once it lands; False when it did not (the job is no
+    longer this handle's, or the lease can no longer hold); None instead of
+    False when a try was cut off with its outcome unknown (``ConnectionLost``,
+    or ``unsure`` given: it may have landed)."""
     pause = _SETTLE_PAUSE_S
     tries = 0
     while True:
@@ -139,6 +162,7 @@ def _land(
         except DatabaseError as exc:
             if not exc.transient:
                 raise
+            unsure = unsure or isinstance(exc, ConnectionLost)
             if not may_hold(job, beat):
                 log.error(
                     "job %d of %r: the %s failed (%s) until its lease could no longer hold; "
@@ -148,7 +172,7 @@ def _land(
                     what,
                     exc,
                 )
-                return False
+                return None if unsure else False
             tries += 1
             if tries == 1:
                 log.warning(
@@ -165,7 +189,7 @@ def _land(
             continue
         if tries:
             log.info("job %d of %r: the %s landed after %d more tries", job.id, job.queue, what, tries)
-        return landed
+        return True if landed else None if unsure else False
 
 
 def _unkept(job: JobHandle, exc: Exception) -> None:
@@ -221,15 +245,24 @@ def settle(
     outcome: Outcome
     if job.cancel_requested and job._settled is None:
         return "cancelled"  # its row is gone: nothing to settle, nothing to run again
+    landed: bool | None
     if error is None:
         kept = result_of(job, result) if result is not None and job._settled is None else None
-        landed = None if ack is None else ack(job, kept)
+        landed, unsure = None, False
+        if ack is not None:
+            try:
+                landed = ack(job, kept)
+            except ConnectionLost:  # it may have committed: the plain ack tries again
+                unsure = True
         if landed is None:
-            landed = _land("ack", _acking(job, kept), job, beat, on_retry)
+            landed = _land("ack", _acking(job, kept), job, beat, on_retry, unsure)
         outcome = "acked"
     elif isinstance(error, Fail):
         message = str(error)
         landed, outcome = _land("fail", lambda: job.fail(message), job, beat, on_retry), "failed"
+    elif isinstance(error, PayloadError) and (unreadable := _undecodable(job)) is not None:
+        log.error("job %d of %r: %s; dead-lettered (no attempt could read it)", job.id, job.queue, unreadable)
+        landed, outcome = _land("fail", lambda: job.fail(unreadable), job, beat, on_retry), "failed"
     elif isinstance(error, Snooze):
         seconds = error.seconds
         landed, outcome = _land("snooze", lambda: job.snooze(seconds), job, beat, on_retry), "snoozed"
@@ -250,10 +283,55 @@ def settle(
     done = _SETTLED.get(job._settled)
     if done is not None:
         return done
+    if landed is None:
+        # One of our calls lost its reply, and may have committed: the row's
+        # state now, not a cancel nobody asked for, says what happened.
+        return _seen(job, outcome)
     if may_hold(job, beat) and _gone(job):
         job._request_cancel()
         return "cancelled"
     return "lost"
+
+
+#: The job's state after each settling outcome landed (None: the row is gone).
+_LANDED_AS: dict[Outcome, tuple[str | None, ...]] = {
+    "acked": (None,),
+    "failed": ("dead",),
+    "retried": ("pending", "dead"),  # a retry at the last attempt goes dead
+    "snoozed": ("pending",),
+}
+
+
+def _seen(job: JobHandle, meant: Outcome) -> Outcome:
+    """The outcome of a settling call cut off with its outcome unknown, after
+    trying it again found the job no longer this handle's: ``meant`` when the
+    job's row shows it landed, else ``lost`` (another party, or a lapsed
+    lease, took the job meanwhile; it may run again)."""
+    try:
+        state = job._state()
+    except Exception:
+        return "lost"  # the database is still away: we cannot tell
+    if state in _LANDED_AS.get(meant, ()):
+        log.warning(
+            "job %d of %r: a settling call lost its reply; the job's row (%s) shows it landed: %s",
+            job.id,
+            job.queue,
+            state or "gone",
+            meant,
+        )
+        return meant
+    return "lost"
+
+
+def _undecodable(job: JobHandle) -> str | None:
+    """Why ``job``'s own payload cannot be decoded, or None when it can (a
+    ``PayloadError`` the code met elsewhere, e.g. refused by an enqueue it
+    made, is an ordinary failure)."""
+    try:
+        _ = job.payload
+    except PayloadError as exc:
+        return str(exc)
+    return None
 
 
 def _gone(job: JobHandle) -> bool:
@@ -263,24 +341,54 @@ def _gone(job: JobHandle) -> bool:
         return False
 
 
-def _time_out(job: JobHandle, seconds: float, on_timeout: OnTimeout | None) -> Callable[[], None]:
-    """The alarm of a sync run's ``timeout``: its thread cannot be stopped, so
-    the job is retried now (the handle is marked so cooperative code can
-    stop) and whatever the thread does later lands nowhere."""
+class _Alarm:
+    """The alarm of a sync run's ``timeout``. Its thread cannot be stopped, so
+    at the timeout the job is retried now (the handle is marked so cooperative
+    code can stop) and whatever the thread does later lands nowhere.
 
-    def fire() -> None:
+    Either the run or the alarm settles the job, never both: each takes the
+    one token first (:meth:`take`). A run that returns in time takes it and
+    settles as usual; past the timeout the alarm has it, and the run leaves
+    the job to it (``timed_out``), even while the alarm's retry is still on
+    its way. The alarm reports through ``on_timeout``: ``retried``, or
+    ``cancelled`` / ``lost`` when its retry could not land."""
+
+    __slots__ = ("_job", "_on_timeout", "_seconds", "_token")
+
+    def __init__(self, job: JobHandle, seconds: float, on_timeout: OnTimeout | None) -> None:
+        self._job = job
+        self._seconds = seconds
+        self._on_timeout = on_timeout
+        self._token = threading.Lock()
+
+    def take(self) -> bool:
+        """Whether the caller got to settle the job (first come, once)."""
+        return self._token.acquire(blocking=False)
+
+    def fire(self) -> None:
+        """On the timetable's thread, at the timeout."""
+        if not self.take():
+            return  # the run finished in time and settles the job itself
+        job, seconds = self._job, self._seconds
         job._request_cancel()
+        outcome: Outcome
         try:
             landed = job.retry(str(TimedOut(seconds)))
         except Exception as exc:  # the lease is left to lapse, as after a crash
             log.warning("job %d of %r: timed out, and the retry failed: %s", job.id, job.queue, exc)
-            return
-        if landed:
-            log.warning("job %d of %r timed out after %g s; retried", job.id, job.queue, seconds)
-            if on_timeout is not None:
-                on_timeout("retried")
-
-    return fire
+            outcome = "lost"
+        else:
+            if landed:
+                log.warning("job %d of %r timed out after %g s; retried", job.id, job.queue, seconds)
+                outcome = "retried"
+            else:
+                # No longer ours: the code settled it through its handle (that
+                # counts), or another party cancelled it (the row is gone), or
+                # the lease lapsed.
+                done = _SETTLED.get(job._settled)
+                outcome = done if done is not None else "cancelled" if _gone(job) else "lost"
+        if self._on_timeout is not None:
+            self._on_timeout(outcome)
 
 
 def run_sync(
@@ -296,10 +404,14 @@ def run_sync(
     (a return acks through ``ack`` when given, with what ``fn`` returned as
     the job's result when ``results``); the heartbeats go on until
     the outcome landed. Past ``timeout`` seconds the job is retried at once
-    and ``on_timeout`` told; the code's own outcome then lands nowhere."""
+    and ``on_timeout`` told its outcome; the code's own outcome then lands
+    nowhere, and this returns ``timed_out``."""
     # heartbeating() spelled out: this runs once per job on the Worker's hot path.
     entry = BEATS.add(job, beat_interval(job), job._request_cancel)
-    alarm = None if timeout is None else BEATS.alarm(timeout, _time_out(job, timeout, on_timeout))
+    alarm = timer = None
+    if timeout is not None:
+        alarm = _Alarm(job, timeout, on_timeout)
+        timer = BEATS.alarm(timeout, alarm.fire)
     token = _CURRENT.set(job)
     value: object = None
     try:
@@ -311,8 +423,12 @@ def run_sync(
             error = None
         finally:
             _CURRENT.reset(token)
-            if alarm is not None:
-                BEATS.remove(alarm)
+            if timer is not None:
+                BEATS.remove(timer)
+        if alarm is not None and not alarm.take():
+            # The alarm fired first: the job is its to settle and report.
+            log.debug("job %d of %r: past its timeout; its timeout's alarm settles it", job.id, job.queue)
+            return "timed_out"
         return settle(job, error, ack, entry, on_retry, value if results else None)
     finally:
         BEATS.remove(entry)

@@ -17,9 +17,10 @@ class WorkerCounts:
     to pending. ``dead``: it raised ``Fail``, or raised on the job's last
     attempt. ``snoozed``: it raised ``alkstore.Snooze``, the attempt refunded.
     ``released``: still running at shutdown, given back with the attempt
-    refunded. ``cancelled``: another party cancelled the job while it ran.
-    ``lost``: the outcome did not land because the lease had lapsed (it may run
-    again elsewhere).
+    refunded. ``cancelled``: another party cancelled the job while it ran
+    (never a settle whose reply was lost: that counts as what the job's row
+    shows landed, see ``alkstore._runner``). ``lost``: the outcome did not land
+    because the lease had lapsed (it may run again elsewhere).
     ``in_flight``: handlers running now. ``settle_retries``: how many times an
     ack, retry or fail that failed for a moment (``DatabaseError.transient``,
     e.g. SQLite busy) was tried again while the job's lease held.

@@ -15,7 +15,7 @@ A task's job is an ordinary job whose payload is ``{"task": NAME, "args":
 [...], "kwargs": {...}}`` (ADR 0026); NAME routes it, so many tasks share a
 queue. Arguments are bound against the function's signature and checked as
 JSON when the job is enqueued, never when it runs. A Worker made by
-:meth:`Tasks.worker` runs each job through the task its payload names; what
+``Tasks.worker`` runs each job through the task its payload names; what
 the task returns or raises is settled as for any handler (``alkstore._runner``);
 what it returns is its job's result (SPEC §25).
 """
@@ -37,9 +37,11 @@ from alkstore._core import (
     _check_queue_options,
     _timeout,
     _validate_name,
+    next_fires,
 )
 from alkstore._dispatch import Handler, Route
 from alkstore._errors import Retry
+from alkstore._worker import _is_async
 
 if TYPE_CHECKING:
     from alkstore._worker import Worker
@@ -85,8 +87,8 @@ class _Stamps:
 
 
 class Task(Generic[P, R]):
-    """A function registered with :class:`Tasks`. Calling it runs it here;
-    :meth:`enqueue` makes a job that a worker runs."""
+    """A function registered with ``Tasks``. Calling it runs it here;
+    ``enqueue`` makes a job that a worker runs."""
 
     def __init__(
         self,
@@ -100,7 +102,7 @@ class Task(Generic[P, R]):
         self._registry = registry
         self._fn = fn
         self._signature = inspect.signature(fn)
-        self._is_async = inspect.iscoroutinefunction(fn)
+        self._is_async = _is_async(fn)
         self._stamps = stamps
         self._queue_of: tuple[Store, Queue] | None = None
         self.name = name
@@ -132,7 +134,7 @@ class Task(Generic[P, R]):
         return self.options().enqueue(*args, **kwargs)
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`enqueue` for asyncio: the database call leaves the loop free."""
+        """``enqueue`` for asyncio: the database call leaves the loop free."""
         return await self.options().aenqueue(*args, **kwargs)
 
     def options(
@@ -214,7 +216,7 @@ class Task(Generic[P, R]):
 
 @dataclass(frozen=True)
 class TaskCall(Generic[P, R]):
-    """A task with enqueue options, from :meth:`Task.options`."""
+    """A task with enqueue options, from ``Task.options``."""
 
     task: Task[P, R]
     delay: _Duration | None = None
@@ -242,7 +244,7 @@ class TaskCall(Generic[P, R]):
         return given
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`Task.enqueue` with these options."""
+        """``Task.enqueue`` with these options."""
         payload = self.task._payload(args, kwargs)
         conn = self.conn
         if conn is None and self.tx is None:
@@ -261,7 +263,7 @@ class TaskCall(Generic[P, R]):
         )
 
     async def aenqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """:meth:`Task.aenqueue` with these options (``tx=`` is for the sync form)."""
+        """``Task.aenqueue`` with these options (``tx=`` is for the sync form)."""
         if self.tx is not None:
             raise TypeError(
                 "aenqueue takes conn= (an async connection), not tx=: use enqueue inside a transaction"
@@ -281,6 +283,22 @@ class TaskCall(Generic[P, R]):
         return await pending
 
 
+def _default_name(f: Callable[..., Any]) -> str:
+    """``module.qualname`` of a function, method or class. A ``functools.partial``
+    or a callable object has no name of its own (two partials of one function,
+    or two instances of one class, would share their function's or class's),
+    so such a task is given ``name=``."""
+    qualname = getattr(f, "__qualname__", None)
+    module = getattr(f, "__module__", None)
+    if not isinstance(qualname, str) or not isinstance(module, str):
+        kind = type(f)
+        raise TypeError(
+            f"a {kind.__module__}.{kind.__qualname__} object has no __qualname__ to name its task by: "
+            'pass name="..." to tasks.task (a name that stays the same across deploys)'
+        )
+    return f"{module}.{qualname}"
+
+
 @dataclass(frozen=True)
 class _Periodic:
     """A task fired by a schedule, registered with the store by ``Tasks.worker``."""
@@ -292,7 +310,7 @@ class _Periodic:
 
 
 class Tasks:
-    """A registry of tasks bound to one store (or bound later with :meth:`bind`,
+    """A registry of tasks bound to one store (or bound later with ``bind``,
     e.g. by ``alkstore worker URL --tasks module:tasks``)."""
 
     def __init__(self, store: Store | None = None) -> None:
@@ -391,7 +409,7 @@ class Tasks:
         def register(f: Callable[..., Any]) -> Task[Any, Any]:
             if not callable(f):
                 raise TypeError(f"a task must be a function, got {type(f).__name__}")
-            task_name = name if name is not None else f"{f.__module__}.{f.__qualname__}"
+            task_name = name if name is not None else _default_name(f)
             if not isinstance(task_name, str) or not task_name:
                 raise TypeError(f"name must be a non-empty str, got {task_name!r}")
             if task_name in self._tasks:
@@ -415,11 +433,28 @@ class Tasks:
         """Registers a task that takes no arguments and a schedule that fires
         it by ``spec`` (SPEC §8, §23) in time zone ``tz``. The schedule, named
         ``name`` (default: the task's name), is written to the store by
-        :meth:`worker` or :meth:`register_schedules`; some process must run the
-        schedules (``store.run_schedules``, or ``alkstore worker --tasks``)."""
+        ``worker`` or ``register_schedules``; some process must run the
+        schedules (``store.run_schedules``, or ``alkstore worker --tasks``).
+
+        Everything the schedule will need is checked here, as ``store.schedule``
+        would check it: the spec (``InvalidSpec``, also for one that can never
+        fire), the zone (``ValueError``), the schedule's name (``InvalidName``),
+        and that the function can be called with no arguments (``TypeError``).
+        A refused decoration registers nothing."""
+        # The spec and zone are core's to judge: next_fires reads them through
+        # the timetable that store.schedule builds (an impossible spec included).
+        next_fires(spec, tz=tz, n=1)
         make = self.task(queue=queue, name=name, max_attempts=max_attempts, timeout=timeout)
 
         def register(f: Callable[[], R]) -> Task[[], R]:
+            task_name = name if name is not None else _default_name(f)
+            _validate_name("schedule", task_name)
+            try:
+                inspect.signature(f).bind()
+            except TypeError as exc:
+                raise TypeError(
+                    f"periodic task {task_name!r}: a schedule calls it with no arguments, but {exc}"
+                ) from None
             t = make(f)
             self._periodic[t.name] = _Periodic(t.name, spec, tz, t)
             return t
@@ -445,7 +480,7 @@ class Tasks:
         telemetry: bool = False,
         store: Store | None = None,
     ) -> Worker:
-        """A :class:`~alkstore.Worker` that runs every task's jobs (of
+        """A ``alkstore.Worker`` that runs every task's jobs (of
         ``queues``, default every queue a task uses), each job through the task
         its payload names; a name no task here has is retried with
         ``last_error`` "unknown task 'NAME'". Registers the periodic tasks'

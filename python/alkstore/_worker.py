@@ -16,6 +16,7 @@ and the public surface.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -87,6 +88,11 @@ def _telemetry(enabled: object, worker_id: str) -> Telemetry | None:
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine to await: an ``async def``
+    function or method, an object whose ``__call__`` is one, or a
+    ``functools.partial`` of either."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
     call = getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__ counts too
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(call)
 

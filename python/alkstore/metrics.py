@@ -32,6 +32,7 @@ class StoreCollector(Collector):
         self._store = store
 
     def collect(self) -> Iterator[Metric]:
+        """The gauges of every queue and stream consumer, read from the store at each scrape."""
         jobs = GaugeMetricFamily("alkstore_jobs", "Jobs by queue and state.", labels=["queue", "state"])
         age = GaugeMetricFamily(
             "alkstore_oldest_ready_age_seconds",

@@ -21,6 +21,7 @@ from typing import Any
 
 from alkstore import _runner
 from alkstore._core import JobHandle
+from alkstore._dispatch import route_of
 from alkstore._tasks import Task, Tasks
 
 __all__ = ["Call", "DrainResult", "drain", "enqueued"]
@@ -31,7 +32,7 @@ WORKER_ID = "alkstore-testing"
 
 @dataclass(frozen=True)
 class DrainResult:
-    """What :func:`drain` did: jobs acked, retried (counting the attempt),
+    """What ``drain`` did: jobs acked, retried (counting the attempt),
     dead (``Fail``, or a failure on the last attempt) and snoozed."""
 
     acked: int = 0
@@ -79,7 +80,7 @@ def drain(tasks: Tasks, queue: str | None = None) -> DrainResult:
                 if job is None:
                     continue
                 ran = True
-                fn, is_async, timeout = tasks._route(job)
+                fn, is_async, timeout = route_of(tasks._route, job)
                 call = _calling(fn)
                 if is_async:
                     loop = loop or asyncio.new_event_loop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import alkstore
 
@@ -17,7 +18,7 @@ import alkstore
 def main() -> None:
     location, schema, queue, out = sys.argv[1:5]
     batch = int(sys.argv[5]) if len(sys.argv) > 5 else 1
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     worker = f"claimer-{os.getpid()}"
     with alkstore.open(location, **options) as store, open(out, "w", encoding="utf-8") as f:
         q = store.queue(queue)

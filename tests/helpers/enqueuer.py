@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import alkstore
 
 
 def main() -> int:
     location, schema, queue, delay = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         q = store.queue(queue)
         time.sleep(float(delay))

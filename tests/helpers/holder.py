@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, queue = sys.argv[1:4]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     store = alkstore.open(location, **options)
     job = store.queue(queue).claim("holder")
     if job is None:

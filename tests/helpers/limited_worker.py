@@ -23,7 +23,7 @@ import alkstore
 
 def main() -> None:
     location, schema, queue, concurrency = sys.argv[1:5]
-    store = alkstore.open(location, **({} if schema == "-" else {"schema": schema}))
+    store = alkstore.open(location) if schema == "-" else alkstore.open(location, schema=schema)
     q = store.queue(queue)
     worker = alkstore.Worker(store, concurrency=int(concurrency))
     lines: list[str] = []

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, queue = sys.argv[1:4]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         print(store.queue(queue).enqueue({"pid": os.getpid()}), flush=True)
 

@@ -9,13 +9,14 @@ usage: parent_acker.py LOCATION SCHEMA|- QUEUE N
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import alkstore
 
 
 def main() -> int:
     location, schema, queue, n = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     store = alkstore.open(location, **options)
     q = store.queue(queue)
     jobs = q.claim_batch("parent-acker", int(n))

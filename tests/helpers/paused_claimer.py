@@ -7,16 +7,17 @@ Prints "waiting" before the claim, then the id it claimed (or "none").
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, queue = sys.argv[1:4]
-    options: dict[str, object] = {"poll_interval_s": 30.0}
+    options: dict[str, Any] = {"poll_interval_s": 30.0}
     if schema != "-":
         options["schema"] = schema
-    with alkstore.open(location, **options) as store:  # type: ignore[arg-type]
+    with alkstore.open(location, **options) as store:
         q = store.queue(queue)
         print("waiting", flush=True)
         job = q.claim("paused-claimer", timeout=60)

@@ -16,7 +16,7 @@ import alkstore
 
 def main() -> None:
     location, schema, queue = sys.argv[1:4]
-    store = alkstore.open(location, **({} if schema == "-" else {"schema": schema}))
+    store = alkstore.open(location) if schema == "-" else alkstore.open(location, schema=schema)
     q = store.queue(queue)
     lines = []
     while True:

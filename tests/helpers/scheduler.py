@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import Any
 
 import alkstore
 
@@ -20,7 +21,7 @@ import alkstore
 def main() -> int:
     location, schema = sys.argv[1:3]
     advance = int(sys.argv[3]) if len(sys.argv) > 3 else 0
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     store = alkstore.open(location, **options)
     if advance:
         store._advance_clock(advance)

@@ -11,13 +11,14 @@ import os
 import random
 import sys
 import time
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, stream, count = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     rng = random.Random(os.getpid())
     with alkstore.open(location, **options) as store:
         s = store.stream(stream)

@@ -12,13 +12,14 @@ Prints "ok <rounds>" once TOTAL events are seen, or "violation ..." (exit 1).
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import alkstore
 
 
 def main() -> int:
     location, schema, stream, total = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         s = store.stream(stream)
         seen: set[int] = set()

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, stream, consumer = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     store = alkstore.open(location, **options)
     print("ready", flush=True)
     for ev in store.stream(stream).subscribe(consumer):

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, queue, key = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         q = store.queue(queue)
         print("ready", flush=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import Any
 
 import alkstore
 
@@ -17,7 +18,7 @@ def main() -> int:
     # Ctrl-C must reach us even when started from a background job, which
     # inherits SIGINT ignored (and Python then installs no handler of its own).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     with alkstore.open(location, **options) as store:
         q = store.queue(queue)
         print("waiting", flush=True)

@@ -14,7 +14,8 @@ from typing import Any
 import alkstore
 
 _schema = os.environ.get("APP_SCHEMA") or None
-store = alkstore.open(os.environ["APP_TARGET"], **({"schema": _schema} if _schema else {}))
+_target = os.environ["APP_TARGET"]
+store = alkstore.open(_target, schema=_schema) if _schema else alkstore.open(_target)
 worker = alkstore.Worker(store, concurrency=2, worker_id="app-worker")
 not_a_worker = 42
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any
 
 import alkstore
 
 
 def main() -> None:
     location, schema, queue, table = sys.argv[1:5]
-    options = {} if schema == "-" else {"schema": schema}
+    options: dict[str, Any] = {} if schema == "-" else {"schema": schema}
     store = alkstore.open(location, **options)
     q = store.queue(queue)
     ph = "?" if store.engine == "sqlite" else "$1"

@@ -24,6 +24,10 @@ pub enum Error {
     Value(String),
     /// A wrong argument type: maps to Python `TypeError`.
     Type(String),
+    /// A payload (or a result, or an event's payload) outside the limits
+    /// every reader decodes: its size, its nesting, its numbers
+    /// (`rules::payload`). Maps to Python `PayloadError`, a `ValueError`.
+    Payload(String),
     /// The scheduler lost its leadership lease before a tick.
     LeadershipLost,
     /// Another owner holds an unexpired lease on the lock.
@@ -105,7 +109,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidName { what, reason } => write!(f, "invalid {what} name: {reason}"),
             Error::InvalidSpec { spec, reason } => write!(f, "invalid schedule spec {spec:?}: {reason}"),
-            Error::Value(m) | Error::Type(m) | Error::Transaction(m) => f.write_str(m),
+            Error::Value(m) | Error::Type(m) | Error::Payload(m) | Error::Transaction(m) => f.write_str(m),
             Error::LeadershipLost => f.write_str("scheduler leadership lease was lost"),
             Error::LockHeld { name } => write!(f, "lock {name:?} is held by another owner"),
             Error::StoreClosed => f.write_str("the store is closed"),

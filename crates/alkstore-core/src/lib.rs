@@ -14,7 +14,8 @@
 //! - [`rules`]: rules that cut across surfaces — names, durations (and the
 //!   clamp), batch sizes, the retry curve and retry-at-budget, claim order.
 //! - [`open`]: which engine a target selects, the options every engine
-//!   shares (each engine crate parses its own), URL redaction.
+//!   shares (each engine crate parses its own), options in a URL, URL
+//!   redaction.
 //! - [`error`]: the one error enum.
 
 pub mod engine;
@@ -29,8 +30,8 @@ pub use engine::locks::{LockOps, LockRow};
 pub use engine::model::*;
 pub use engine::paramstyle::{ParamStyle, Rendered};
 pub use engine::queue::{
-    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, HandleOps, LimitOps, PauseOps, ReadOps,
-    RedriveOps, SweepOps,
+    foreign_params, foreign_rows, CancelOps, ClaimOps, DeadPick, EnqueueOps, ForgetOps, HandleOps, LimitOps, PauseOps,
+    ReadOps, RedriveOps, SweepOps,
 };
 pub use engine::schedules::{Firing, ScheduleOps, ScheduleRow};
 pub use engine::sql::{SqlRow, SqlValue};
@@ -38,9 +39,10 @@ pub use engine::streams::{foreign_publish_params, Event, StreamOps};
 pub use engine::workflows::WorkflowOps;
 pub use engine::{Engine, Tx};
 pub use error::{Error, Result};
-pub use open::options::{parse_options, EngineOptions, OpenOptions, OptValue};
+pub use open::options::{parse_options, EngineOptions, OpenOptions, OptKind, OptValue};
 pub use open::redact::{redact_url, Redactor};
 pub use open::target::{parse_target, Target};
+pub use open::url_options::parse_url_options;
 pub use rules::backoff::{backoff_delay, backoff_range, checked_backoff_range, BACKOFF_CAP_S};
 pub use rules::duration::{MAX_DURATION_S, MAX_INSTANT_S};
 pub use rules::limits::{LimitChange, QueueLimits};

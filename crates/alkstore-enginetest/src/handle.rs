@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
+use alkstore_core::rules::error_text::MAX_ERROR_BYTES;
 use alkstore_core::{
-    backoff_range, JobState, NewJob, QueueOpts, QueueStats, ReadyAt, StopToken, WaitSpec, MAX_DURATION_S,
+    backoff_range, JobState, NewJob, OnFailure, QueueOpts, QueueStats, ReadyAt, StopToken, WaitSpec, MAX_DURATION_S,
 };
 
 use crate::queue::names;
@@ -15,7 +16,8 @@ use crate::{job, opts, Db, Harness, TestResult};
 macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; handle {
     a_stale_handle_is_fenced, heartbeat_is_absolute_and_late_heartbeat_is_refused,
     retry_goes_back_to_pending_then_dead_at_budget, retry_delay_is_explicit_or_the_core_curve,
-    fail_moves_to_dead_keeping_every_field, release_refunds_the_attempt_not_the_token,
+    fail_moves_to_dead_keeping_every_field, a_long_error_is_stored_cut_to_its_bound,
+    release_refunds_the_attempt_not_the_token,
     snooze_puts_the_job_back_for_later_without_counting_the_attempt,
     cancel_then_ack_is_false, ack_batch_counts_only_valid_handles, ack_batch_fences_each_handle_by_its_token,
     a_large_batch_of_many_workers_acks_each_valid_handle_once,
@@ -219,6 +221,34 @@ pub fn fail_moves_to_dead_keeping_every_field<H: Harness>(db: &Db<H>) -> TestRes
     assert_eq!(dead.last_error.as_deref(), Some("bad input"));
     assert!(dead.died_at.ok_or("died_at")? >= j.claimed_at);
     assert!(!s.cancel(None, "q", id)?, "cancel never touches dead rows");
+    Ok(())
+}
+
+/// A failure's text is stored, however long: cut to its bound, keeping its
+/// start and its end, by `fail` and by a retry past the budget alike; a
+/// child that dies with its parent quotes the cut text, so it stays bounded.
+pub fn a_long_error_is_stored_cut_to_its_bound<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let huge = format!("ValueError: start{}€ the end", "x".repeat(5_000_000));
+    let stored = |id: i64| -> TestResult<String> {
+        Ok(s.get_job(None, "q", id)?.ok_or("the dead row")?.last_error.ok_or("its error")?)
+    };
+    let once = QueueOpts { max_attempts: 1, ..opts() };
+    let failed = db.put("q", &once, "1")?;
+    let child = db.put_job("q", &once, NewJob { after: vec![failed], on_failure: OnFailure::Cancel, ..job("c") })?;
+    assert!(s.fail(None, &db.take("q", "w")?, &huge)?, "refused nothing");
+    let retried = db.put("q", &once, "2")?;
+    assert!(s.retry(None, &db.take("q", "w")?, &huge, Some(0))?, "past its budget: dead");
+    for id in [failed, retried] {
+        let text = stored(id)?;
+        assert!(text.len() <= MAX_ERROR_BYTES, "job {id}: {} bytes", text.len());
+        assert!(text.starts_with("ValueError: start") && text.ends_with("€ the end"), "{text:.100}");
+        assert_eq!(s.result(id)?.ok_or("its result")?.error.as_deref(), Some(text.as_str()));
+    }
+    let quoted = stored(child)?;
+    let prefix = format!("parent job {failed} died: ");
+    assert!(quoted.starts_with(&format!("{prefix}ValueError: start")), "{quoted:.100}");
+    assert!(quoted.len() <= MAX_ERROR_BYTES + prefix.len(), "{} bytes", quoted.len());
     Ok(())
 }
 

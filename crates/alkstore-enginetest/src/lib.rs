@@ -16,6 +16,7 @@
 // cannot say why.
 #![allow(missing_docs)]
 
+pub mod cascade;
 pub mod completions;
 pub mod concurrency;
 pub mod handle;
@@ -54,6 +55,7 @@ macro_rules! conformance {
         $crate::__completions_cases!($harness);
         $crate::__limits_cases!($harness);
         $crate::__workflows_cases!($harness);
+        $crate::__cascade_cases!($harness);
     };
 }
 

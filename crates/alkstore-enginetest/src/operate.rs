@@ -1,9 +1,10 @@
 //! Operating queues (SPEC §18): unique keys, pause and resume, the dead
-//! letters' redrive and purge.
+//! letters' redrive and purge, forgetting a queue.
 
 use std::time::{Duration, Instant};
 
-use alkstore_core::{Error, JobState, NewJob, ParamStyle, Store};
+use alkstore_core::rules::names::outbox_queue;
+use alkstore_core::{Error, JobState, LimitChange, NewJob, OnFailure, ParamStyle, QueueOpts, Store};
 
 use crate::concurrency::{on_threads, reopened};
 use crate::{job, opts, Db, Harness, TestResult};
@@ -16,7 +17,8 @@ macro_rules! __operate_cases { ($harness:ty) => { $crate::__cases! { $harness; o
     a_foreign_enqueue_honours_unique_keys, a_paused_queue_hands_out_nothing_until_resumed,
     resume_wakes_waiting_claimers, requeue_dead_moves_rows_back_with_their_stamps,
     requeue_dead_leaves_a_job_whose_key_is_live_again, purge_dead_picks_by_ids_age_and_limit,
-    redrive_in_a_rolled_back_transaction_changes_nothing,
+    redrive_in_a_rolled_back_transaction_changes_nothing, forget_queue_refuses_while_the_queue_holds_anything,
+    forget_queue_drops_every_row_keyed_by_the_queue, forget_queue_waits_for_an_enqueue_in_flight,
 } } } }
 
 fn keyed(payload: &str, key: &str) -> NewJob {
@@ -227,5 +229,110 @@ pub fn redrive_in_a_rolled_back_transaction_changes_nothing<H: Harness>(db: &Db<
     s.requeue_dead(Some(&mut tx), "q", Some(&[a]), 1000)?;
     tx.commit()?;
     assert_eq!((s.stats("q")?.dead, s.stats("q")?.pending), (1, 1));
+    Ok(())
+}
+
+/// A refused forget, and that it changed nothing.
+fn refused<H: Harness>(db: &Db<H>, queue: &str, holds: &str) -> TestResult {
+    match db.store.forget_queue(queue) {
+        Err(Error::Value(m)) if m.contains(holds) && m.ends_with("nothing was changed") => {}
+        other => return Err(format!("forget of {queue:?} holding {holds}: {other:?}").into()),
+    }
+    assert!(db.store.queue_names()?.iter().any(|q| q == queue), "still listed");
+    Ok(())
+}
+
+/// A live, waiting or dead job, or a result still kept, is what a caller may
+/// read: a queue holding one is not forgotten, and nothing of it changes.
+pub fn forget_queue_refuses_while_the_queue_holds_anything<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let once = QueueOpts { max_attempts: 1, ..opts() };
+    let parent = db.put("q", &once, "p")?;
+    refused(db, "q", "live jobs")?;
+    let waiting = db.put_job("w", &once, NewJob { after: vec![parent], on_failure: OnFailure::Cancel, ..job("c") })?;
+    assert!(db.one("w", "x")?.is_none(), "the child waits");
+    refused(db, "w", "live jobs")?;
+    let running = db.take("q", "w")?;
+    s.pause("q")?;
+    refused(db, "q", "live jobs")?;
+    assert!(s.is_paused("q")?, "a refused forget kept the pause");
+    assert!(s.fail(None, &running, "boom")?, "the parent dies, and its waiting child with it");
+    refused(db, "q", "dead jobs")?;
+    refused(db, "w", "dead jobs")?;
+    assert_eq!(s.get_job(None, "w", waiting)?.map(|j| j.state), Some(JobState::Dead));
+    assert_eq!(s.purge_dead(None, "q", None, None, 1000)? + s.purge_dead(None, "w", None, None, 1000)?, 2);
+    assert!(s.forget_queue("w")?);
+
+    let kept = db.put_job("r", &once, NewJob { keep_result_s: Some(100), ..job("k") })?;
+    assert!(s.ack_result(None, &db.take("r", "w")?, "42")?);
+    refused(db, "r", "kept results")?;
+    db.clock(101)?;
+    assert!(s.forget_queue("r")?, "its keep has passed");
+    db.clock(-101)?;
+    assert_eq!(s.result(kept)?, None, "the expired result went with the queue");
+    assert!(s.forget_queue("q")?);
+    assert!(!s.is_paused("q")?);
+    Ok(())
+}
+
+/// Everything keyed by the queue goes: its listing, pause, limits, rate log
+/// and completion counts. A later enqueue lists it again, as new.
+pub fn forget_queue_drops_every_row_keyed_by_the_queue<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let hourly = LimitChange { rate: Some(Some((1, 3600.0))), ..LimitChange::default() };
+    s.set_limits("q", &hourly)?;
+    db.put("q", &opts(), "1")?;
+    assert_eq!(s.ack(None, &[&db.take("q", "w")?])?, 1, "the one claim the hour's rate allows");
+    s.pause("q")?;
+    db.engine().record_completions(&[("q".to_owned(), 3), ("other".to_owned(), 1)])?;
+    db.put("other", &opts(), "o")?;
+    assert_eq!(s.queue_names()?, ["other", "q"]);
+
+    assert!(s.forget_queue("q")?, "it was known");
+    assert_eq!(s.queue_names()?, ["other"]);
+    assert!(!s.is_paused("q")? && s.limits("q")? == Default::default());
+    let counted: Vec<String> = s.completions(60)?.into_iter().map(|m| m.queue).collect();
+    assert_eq!(counted, ["other"], "its completion counts went, the other queue's stayed");
+    assert!(!s.forget_queue("q")?, "nothing left to forget");
+    assert!(!s.forget_queue("never-seen")?);
+
+    s.set_limits("q", &hourly)?;
+    db.put("q", &opts(), "2")?;
+    assert!(db.one("q", "w")?.is_some(), "the old claim left the rate log with the queue");
+    assert_eq!(s.queue_names()?, ["other", "q"], "an enqueue lists it again");
+
+    let backing = outbox_queue("hooks");
+    db.put(&backing, &opts(), "h")?;
+    assert_eq!(s.ack(None, &[&db.take(&backing, "w")?])?, 1);
+    assert!(s.forget_queue(&backing)?, "a name as queue_names lists it, an outbox's too");
+    for bad in ["", "__alkstore_scheduler", "__alkstore_outbox:", "a\0b"] {
+        assert!(matches!(s.forget_queue(bad), Err(Error::InvalidName { .. })), "{bad:?}");
+    }
+    Ok(())
+}
+
+/// The race of a forget with an enqueue that has not committed: the forget
+/// waits for it, then sees its job and refuses. Without the wait (Postgres
+/// under READ COMMITTED does not see the uncommitted job) it would drop the
+/// listing of a queue that is about to hold a job.
+pub fn forget_queue_waits_for_an_enqueue_in_flight<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    db.put("q", &opts(), "known")?;
+    assert_eq!(s.ack(None, &[&db.take("q", "w")?])?, 1, "the queue is listed and empty");
+    let producer = db.reopen()?;
+    let mut tx = producer.begin()?;
+    let id = producer.enqueue(Some(&mut tx), "q", &opts(), &[job("in flight")])?[0];
+    std::thread::scope(|scope| -> TestResult {
+        let forget = scope.spawn(|| s.forget_queue("q"));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!forget.is_finished(), "the forget must wait for the enqueue in flight");
+        tx.commit()?;
+        let got = forget.join().map_err(|_| "the forget thread panicked")?;
+        assert!(matches!(&got, Err(Error::Value(m)) if m.contains("live jobs")), "{got:?}");
+        Ok(())
+    })?;
+    let c = db.take("q", "w")?;
+    assert_eq!((c.id, s.ack(None, &[&c])?), (id, 1));
+    assert!(s.queue_names()?.iter().any(|q| q == "q"), "still listed once its job is gone");
     Ok(())
 }

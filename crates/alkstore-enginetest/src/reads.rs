@@ -8,7 +8,8 @@ use crate::{job, opts, Db, Harness, TestResult};
 /// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
 #[rustfmt::skip] #[doc(hidden)] #[macro_export]
 macro_rules! __reads_cases { ($harness:ty) => { $crate::__cases! { $harness; reads {
-    get_job_sees_live_and_dead_rows_of_its_queue_only, dead_jobs_page_newest_first,
+    get_job_sees_live_and_dead_rows_of_its_queue_only, a_job_is_found_by_id_whatever_its_queue,
+    dead_jobs_page_newest_first,
     stats_follow_the_spec_definitions, queue_names_lists_live_and_dead_queues_once_sorted,
     live_jobs_pages_pending_and_processing_rows_newest_first, now_moves_with_advance_clock,
     every_handle_shares_the_store_identity_and_no_other_store_does,
@@ -25,6 +26,30 @@ pub fn get_job_sees_live_and_dead_rows_of_its_queue_only<H: Harness>(db: &Db<H>)
     assert_eq!(s.get_job(None, "q", id)?.ok_or("job")?.state, JobState::Dead);
     assert!(s.get_job(None, "other", id)?.is_none());
     assert!(s.get_job(None, "q", id + 1000)?.is_none());
+    Ok(())
+}
+
+/// The store's read by id: the live or the dead row, in whichever queue
+/// (an outbox's backing queue too); None once the job is gone.
+pub fn a_job_is_found_by_id_whatever_its_queue<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let backing = alkstore_core::rules::names::outbox_queue("hooks");
+    let (a, b, c) = (db.put("a", &opts(), "[1]")?, db.put("b", &opts(), "[2]")?, db.put(&backing, &opts(), "[3]")?);
+    let dead = db.put("d", &opts(), "[4]")?;
+    assert!(s.fail(None, &db.take("d", "w")?, "boom")?);
+    let processing = db.take("b", "w")?;
+    for (id, queue, state) in
+        [(a, "a", JobState::Pending), (b, "b", JobState::Processing), (c, backing.as_str(), JobState::Pending)]
+    {
+        let j = s.job_by_id(id)?.ok_or("the live row")?;
+        assert_eq!((j.id, j.queue.as_str(), j.state), (id, queue, state));
+        assert_eq!(Some(&j), s.get_job(None, queue, id)?.as_ref(), "the same row as the queue's read");
+    }
+    let d = s.job_by_id(dead)?.ok_or("the dead row")?;
+    assert_eq!((d.queue.as_str(), d.state, d.last_error.as_deref()), ("d", JobState::Dead, Some("boom")));
+    assert_eq!(s.ack(None, &[&processing])?, 1);
+    assert_eq!(s.job_by_id(b)?, None, "acked: gone");
+    assert_eq!(s.job_by_id(dead + 1000)?, None, "never issued");
     Ok(())
 }
 

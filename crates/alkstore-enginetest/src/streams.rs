@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use alkstore_core::{Error, ParamStyle};
+
 use crate::{Db, Harness, TestResult};
 
 /// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
@@ -10,6 +12,7 @@ use crate::{Db, Harness, TestResult};
 macro_rules! __streams_cases { ($harness:ty) => { $crate::__cases! { $harness; streams {
     publish_read_offsets_trim, rolled_back_publish_leaves_no_gap,
     second_publisher_waits_for_the_first_commit, operators_see_each_head_and_consumer_lag,
+    a_key_is_bounded_like_every_key,
 } } } }
 
 pub fn publish_read_offsets_trim<H: Harness>(db: &Db<H>) -> TestResult {
@@ -92,5 +95,23 @@ pub fn operators_see_each_head_and_consumer_lag<H: Harness>(db: &Db<H>) -> TestR
             ("quiet".to_owned(), 0, vec![o("early", 0, 0)]),
         ]
     );
+    Ok(())
+}
+
+/// An event's key is 1-200 characters without NUL, as a unique key and a
+/// group are, whatever `max_payload_bytes` allows; a refused one writes nothing.
+pub fn a_key_is_bounded_like_every_key<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let longest = "é".repeat(200);
+    assert_eq!(s.publish(None, "s", Some(&longest), "1")?, 1, "200 characters, not bytes");
+    for bad in [String::new(), "x".repeat(201), "k".repeat(5_000_000), "a\0b".to_owned()] {
+        let refused = s.publish(None, "s", Some(&bad), "2");
+        assert!(matches!(&refused, Err(Error::Value(m)) if m.starts_with("key must")), "{refused:?}");
+        let foreign = s.foreign_publish("s", Some(&bad), "2", ParamStyle::Dollar);
+        assert!(matches!(foreign, Err(Error::Value(_))), "conn= too");
+    }
+    let events = s.read(None, "s", 0, 10)?;
+    assert_eq!(events.len(), 1, "nothing else was written");
+    assert_eq!(events[0].key.as_deref(), Some(longest.as_str()));
     Ok(())
 }

@@ -1,16 +1,14 @@
 //! What every engine statement runs with: a connection, the store's
 //! statements and the clock offset; and the clock itself.
 
-use std::sync::Arc;
-
-use alkstore_core::{Error, Result};
+use alkstore_core::Result;
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Row, Statement};
 
 use crate::error::pg_error;
 use crate::ops::Statements;
-use crate::prep::Prep;
+use crate::prep::{Arg, Prep};
 use crate::rows::col;
 
 /// The database clock in whole Unix seconds plus the offset parameter `$p`,
@@ -42,93 +40,67 @@ pub struct Ctx<'a> {
     /// The handle's clock offset (`$1` of every clocked statement).
     pub offset: i64,
     /// How statements are prepared (`prep.rs`).
-    pub(crate) prep: &'a Prep,
-    /// Whether `client` is inside a transaction (the caller's or the op's own).
-    pub(crate) in_tx: bool,
-}
-
-/// A statement ready to run: a cached named one, or the parameter types of
-/// an unnamed one.
-enum Ready {
-    Named(Statement),
-    Unnamed(Arc<[Type]>),
+    pub(crate) prep: Prep,
 }
 
 impl Ctx<'_> {
     /// Makes `text` ready so that running it sends at once, with no reply
     /// awaited first: a statement pipelined behind `BEGIN` and ahead of
-    /// `COMMIT` must be made ready before either is sent.
+    /// `COMMIT` must be made ready before either is sent. Named: prepared
+    /// (or found in the connection's cache). Unnamed: always ready, its
+    /// parameters declare their own types.
     pub async fn ready(&self, text: &str) -> Result<()> {
-        self.prepare(text).await.map(drop)
+        if self.prep.unnamed() {
+            return Ok(());
+        }
+        self.named(text).await.map(drop)
     }
 
-    /// Named: `text` prepared once per connection and cached; later calls
-    /// skip the Parse round trip. Unnamed: its parameter types, learned once
-    /// per store.
-    async fn prepare(&self, text: &str) -> Result<Ready> {
-        if !self.prep.unnamed() {
-            return self.client.prepare_cached(text).await.map(Ready::Named).map_err(|e| pg_error(&e));
-        }
-        if let Some(types) = self.prep.types(text) {
-            return Ok(Ready::Unnamed(types));
-        }
-        let types = self.describe(text).await?;
-        self.prep.learn(text, types.clone());
-        Ok(Ready::Unnamed(types))
+    /// `text` prepared once per connection and cached; later calls skip the
+    /// Parse round trip.
+    async fn named(&self, text: &str) -> Result<Statement> {
+        self.client.prepare_cached(text).await.map_err(|e| pg_error(&e))
     }
 
-    /// The parameter types the server infers for `text`, by a named prepare
-    /// made and closed inside one transaction: behind a transaction pooler
-    /// that is one server session, which keeps nothing afterwards.
-    async fn describe(&self, text: &str) -> Result<Arc<[Type]>> {
-        let pg = |e: tokio_postgres::Error| pg_error(&e);
-        if self.in_tx {
-            // Dropping the statement sends its Close ahead of whatever the
-            // transaction sends next, COMMIT included.
-            return Ok(self.client.prepare(text).await.map_err(pg)?.params().into());
-        }
-        self.client.batch_execute("BEGIN").await.map_err(pg)?;
-        let types = self.client.prepare(text).await.map(|s| Arc::<[Type]>::from(s.params()));
-        let end = self.client.batch_execute(if types.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
-        let types = types.map_err(pg)?;
-        end.map_err(pg)?;
-        Ok(types)
+    /// `params` paired with the types they are sent as, for an unnamed statement.
+    fn typed<'p>(params: &[&'p dyn Arg]) -> Vec<(&'p (dyn ToSql + Sync), Type)> {
+        params.iter().map(|p| (p.sql(), p.declared())).collect()
     }
 
-    /// `params` paired with the types of an unnamed statement.
-    fn typed<'p>(types: &[Type], params: &[&'p (dyn ToSql + Sync)]) -> Result<Vec<(&'p (dyn ToSql + Sync), Type)>> {
-        if types.len() != params.len() {
-            return Err(Error::database(
-                None,
-                format!("the statement has {} parameter(s) but {} were given", types.len(), params.len()),
-            ));
-        }
-        Ok(params.iter().zip(types).map(|(p, t)| (*p, t.clone())).collect())
+    /// `params` as the driver takes them for a named statement.
+    fn plain<'p>(params: &[&'p dyn Arg]) -> Vec<&'p (dyn ToSql + Sync)> {
+        params.iter().map(|p| p.sql()).collect()
     }
 
     /// Runs `text`, returning its rows.
-    pub async fn query(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>> {
-        let r = match self.prepare(text).await? {
-            Ready::Named(stmt) => self.client.query(&stmt, params).await,
-            Ready::Unnamed(types) => self.client.query_typed(text, &Self::typed(&types, params)?).await,
+    pub async fn query(&self, text: &str, params: &[&dyn Arg]) -> Result<Vec<Row>> {
+        let r = if self.prep.unnamed() {
+            self.client.query_typed(text, &Self::typed(params)).await
+        } else {
+            let stmt = self.named(text).await?;
+            self.client.query(&stmt, &Self::plain(params)).await
         };
         r.map_err(|e| pg_error(&e))
     }
 
     /// Runs `text`, returning the one row it must produce.
-    pub async fn query_one(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row> {
-        let r = match self.prepare(text).await? {
-            Ready::Named(stmt) => self.client.query_one(&stmt, params).await,
-            Ready::Unnamed(types) => self.client.query_typed_one(text, &Self::typed(&types, params)?).await,
+    pub async fn query_one(&self, text: &str, params: &[&dyn Arg]) -> Result<Row> {
+        let r = if self.prep.unnamed() {
+            self.client.query_typed_one(text, &Self::typed(params)).await
+        } else {
+            let stmt = self.named(text).await?;
+            self.client.query_one(&stmt, &Self::plain(params)).await
         };
         r.map_err(|e| pg_error(&e))
     }
 
     /// Runs `text`, returning the affected row count.
-    pub async fn execute(&self, text: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64> {
-        let r = match self.prepare(text).await? {
-            Ready::Named(stmt) => self.client.execute(&stmt, params).await,
-            Ready::Unnamed(types) => self.client.execute_typed(text, &Self::typed(&types, params)?).await,
+    pub async fn execute(&self, text: &str, params: &[&dyn Arg]) -> Result<u64> {
+        let r = if self.prep.unnamed() {
+            self.client.execute_typed(text, &Self::typed(params)).await
+        } else {
+            let stmt = self.named(text).await?;
+            self.client.execute(&stmt, &Self::plain(params)).await
         };
         r.map_err(|e| pg_error(&e))
     }

@@ -139,14 +139,14 @@ impl PgEngine {
         match tx {
             Some(t) => {
                 let t = self.own_tx(t)?;
-                let cx = Ctx { client: t.client()?, sql: &self.sql, offset, prep: &self.prep, in_tx: true };
+                let cx = Ctx { client: t.client()?, sql: &self.sql, offset, prep: self.prep };
                 // A failure here dooms the caller's transaction: the Store's
                 // session records that, not the engine.
                 self.exit.block_on(self.rt, op(&cx))
             }
             None => self.exit.block_on(self.rt, async {
                 let conn = self.pool.get().await.map_err(|e| pool_error(&e))?;
-                let r = op(&Ctx { client: &conn, sql: &self.sql, offset, prep: &self.prep, in_tx: false }).await;
+                let r = op(&Ctx { client: &conn, sql: &self.sql, offset, prep: self.prep }).await;
                 if matches!(r, Err(Error::ConnectionLost { .. })) {
                     // Never back into the pool: its task may not have seen the
                     // socket close yet, and the pool's `is_closed` check would
@@ -171,7 +171,7 @@ impl PgEngine {
         }
         self.run(None, async |cx| {
             cx.client.batch_execute("BEGIN").await.map_err(|e| pg_error(&e))?;
-            match op(&Ctx { in_tx: true, ..*cx }).await {
+            match op(cx).await {
                 Ok(v) => {
                     cx.client.batch_execute("COMMIT").await.map_err(|e| pg_error(&e))?;
                     Ok(v)

@@ -7,7 +7,7 @@
 //! wrong". And no message may carry the URL's password: every error leaving
 //! the engine passes through [`Exit`], the only user of the core's
 //! [`Redactor`] here (tokio-postgres does not echo passwords today, but a
-//! config error or a server message could quote the input; scrubbing at the
+//! config error or a server message could quote the URL; scrubbing at the
 //! engine boundary makes the guarantee independent of the driver). Every
 //! call of the engine, of a transaction and of open blocks on the runtime
 //! through [`Exit::block_on`], so no path out can skip it.
@@ -73,6 +73,14 @@ fn is_connection_code(code: &str) -> bool {
     code.starts_with("08") || code.starts_with("57P")
 }
 
+/// An unnamed statement given more or fewer parameters than it has: the
+/// server calls the Bind a protocol violation (08P01), yet only the
+/// statement failed and the session goes on (for a named statement the
+/// driver counts before sending).
+fn is_parameter_count(code: &str, message: &str) -> bool {
+    code == "08P01" && message.starts_with("bind message supplies")
+}
+
 /// What a named prepared statement meets behind a transaction pooler: the
 /// name unknown on the session the pooler picked (26000), or taken there by
 /// another client's statement (42P05). Only a hint: the same names can also
@@ -85,7 +93,8 @@ fn is_pooler_symptom(code: &str, message: &str) -> bool {
 
 /// Appended to the message of such an error.
 const POOLER_HINT: &str = " (behind a transaction pooler such as PgBouncer in pool_mode=transaction? \
-     open the store with statements=\"unnamed\"; see docs/scaling.md)";
+     open the store with statements=\"unnamed\" — in a URL, as the command line takes it: \
+     ?statements=unnamed; see docs/scaling.md)";
 
 /// Maps a tokio-postgres error.
 pub fn pg_error(e: &tokio_postgres::Error) -> Error {
@@ -101,7 +110,7 @@ pub fn pg_error(e: &tokio_postgres::Error) -> Error {
             message.push_str(hint);
             message.push(')');
         }
-        if is_connection_code(&code) {
+        if is_connection_code(&code) && !is_parameter_count(&code, &message) {
             return Error::ConnectionLost { message: format!("{message} (code {code})") };
         }
         if is_pooler_symptom(&code, &message) {
@@ -151,16 +160,19 @@ fn with_sources(e: &dyn StdError) -> String {
 mod tests {
     use super::*;
 
-    /// An open failure names the store, and nothing that leaves quotes the password.
+    /// An open failure names the store, and nothing that leaves quotes the
+    /// password: a message quoting the URL gets the masked URL.
     #[test]
     fn the_exit_scrubs_and_open_errors_name_the_store() {
         let url = "postgresql://bob:s3cret@h/db";
         let exit = Exit::for_url(url);
-        let lost = Error::ConnectionLost { message: "password s3cret refused".into() };
+        let lost = Error::ConnectionLost { message: format!("{url} refused") };
         assert_eq!(
             exit.leave::<()>(Err(at_open(&redact_url(url), lost))),
             Err(Error::ConnectionLost {
-                message: "could not open Postgres store at postgresql://bob:***@h/db: password *** refused".into()
+                message: "could not open Postgres store at postgresql://bob:***@h/db: postgresql://bob:***@h/db \
+                          refused"
+                    .into()
             })
         );
         let bad = "postgresql://bob:s3cret@h:notaport/db";
@@ -177,6 +189,11 @@ mod tests {
 
     #[test]
     fn connection_codes() {
+        assert!(is_parameter_count(
+            "08P01",
+            "bind message supplies 1 parameters, but prepared statement \"\" requires 2"
+        ));
+        assert!(!is_parameter_count("08P01", "invalid frontend message type 0"));
         assert!(is_connection_code("57P01"));
         assert!(is_connection_code("08006"));
         assert!(!is_connection_code("57014"));

@@ -20,6 +20,7 @@ mod open;
 mod ops;
 mod options;
 mod params;
+mod passfile;
 mod pool;
 mod prep;
 mod rows;

@@ -11,6 +11,8 @@ use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::types::Type;
 
+use alkstore_core::rules::payload::{self, Refusal};
+
 use crate::error::pg_error;
 use crate::ops::quote_ident;
 
@@ -39,8 +41,9 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (17, include_str!("migrations/0017_sole_acked_function.sql")),
     (18, include_str!("migrations/0018_live_index.sql")),
     (19, include_str!("migrations/0019_fan_in_run.sql")),
-    // (20 is taken by a change on another branch.)
+    (20, include_str!("migrations/0020_failure_cascade.sql")),
     (21, include_str!("migrations/0021_live_last_error.sql")),
+    (22, include_str!("migrations/0022_payload_limits.sql")),
 ];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
@@ -58,6 +61,23 @@ fn render(sql: &str, schema: &str, quoted: &str) -> String {
         .replace("__MAX_DURATION_S__", &alkstore_core::MAX_DURATION_S.to_string())
         .replace("__MAX_UNIQUE_KEY_CHARS__", &alkstore_core::rules::unique::MAX_UNIQUE_KEY_CHARS.to_string())
         .replace("__MAX_PAYLOAD_BYTES__", &alkstore_core::OpenOptions::default().max_payload_bytes.to_string())
+        .replace("__PAYLOAD_TOO_DEEP__", &payload_message(&Refusal::TooDeep))
+        .replace("__PAYLOAD_FLOAT_OVERFLOW__", &payload_message(&Refusal::FloatOverflow))
+        .replace("__PAYLOAD_LONG_INT__", &payload_message(&Refusal::LongInt { digits: DIGITS_MARK }))
+        .replace("__MAX_PAYLOAD_DEPTH__", &payload::MAX_DEPTH.to_string())
+        .replace("__MAX_INT_DIGITS__", &payload::MAX_INT_DIGITS.to_string())
+        .replace("__FLOAT_OVERFLOW__", payload::FLOAT_OVERFLOW)
+}
+
+/// Stands for the digit count in [`payload_message`]'s text of a long integer.
+const DIGITS_MARK: usize = 987_654_321;
+
+/// The Store's refusal of a payload (`payload <why>`) as a `RAISE` format
+/// literal: quotes doubled, `%` doubled, and the digit count of a long
+/// integer left as the one `%` parameter.
+fn payload_message(why: &Refusal) -> String {
+    let text = format!("payload {why}").replace('%', "%%").replace(&DIGITS_MARK.to_string(), "%");
+    format!("'{}'", text.replace('\'', "''"))
 }
 
 /// The schema version this build writes: the last migration's number. A
@@ -90,15 +110,24 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     let tx = client.transaction().await.map_err(pg)?;
     // hashtextextended gives a bigint key; the prefix keeps us clear of
     // advisory locks the application may take on its own numbers.
-    tx.execute("SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || $1::text, 0))", &[&schema])
-        .await
-        .map_err(pg)?;
+    // Every statement here is unnamed, in both statement modes: a named one,
+    // even closed before COMMIT, can meet another client's name in a
+    // pooler's server session (ADR 0030).
+    tx.execute_typed(
+        "SELECT pg_advisory_xact_lock(hashtextextended('alkstore.migrate:' || $1::text, 0))",
+        &[(&schema, Type::TEXT)],
+    )
+    .await
+    .map_err(pg)?;
 
     // Check before creating: CREATE SCHEMA IF NOT EXISTS still demands the
     // CREATE privilege on the database, which a deployed role may lack once
     // the schema exists.
     let exists: bool = tx
-        .query_one("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", &[&schema])
+        .query_typed_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)",
+            &[(&schema, Type::TEXT)],
+        )
         .await
         .map_err(pg)?
         .get(0);
@@ -106,14 +135,19 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
         tx.batch_execute(&format!("CREATE SCHEMA {quoted}")).await.map_err(pg)?;
     }
     let meta = format!("{quoted}.meta");
-    let has_meta: bool = tx.query_one("SELECT to_regclass($1::text) IS NOT NULL", &[&meta]).await.map_err(pg)?.get(0);
+    let has_meta: bool = tx
+        .query_typed_one("SELECT to_regclass($1::text) IS NOT NULL", &[(&meta, Type::TEXT)])
+        .await
+        .map_err(pg)?
+        .get(0);
     if !has_meta {
         tx.batch_execute(&format!("CREATE TABLE {meta} (key text PRIMARY KEY, value text NOT NULL)"))
             .await
             .map_err(pg)?;
     }
 
-    let row = tx.query_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
+    let row =
+        tx.query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
     let current = match row {
         None => 0,
         Some(r) => {
@@ -148,12 +182,12 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
             err
         })?;
     }
-    tx.execute(
+    tx.execute_typed(
         &format!(
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1::text) \
              ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
         ),
-        &[&SCHEMA_VERSION.to_string()],
+        &[(&SCHEMA_VERSION.to_string(), Type::TEXT)],
     )
     .await
     .map_err(pg)?;

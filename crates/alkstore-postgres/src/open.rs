@@ -26,10 +26,10 @@ pub(crate) struct Opened {
 /// the schema `options.schema` to this build's version; with `must_exist`,
 /// only checks that it is there, at that version.
 pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit) -> Result<Opened> {
-    let config = pool::pg_config(url, exit)?;
+    let (config, password) = pool::pg_config(url, exit)?;
     let listen = match options.listen_target(url) {
         Some(u) if u == url => Some(config.clone()),
-        Some(u) => Some(pool::pg_config(u, &Exit::for_url(u))?),
+        Some(u) => Some(pool::pg_config(u, &Exit::for_url(u))?.0),
         None => None,
     };
     let pool = pool::build(config, options.max_connections)?;
@@ -45,7 +45,7 @@ pub(crate) fn open_pool(url: &str, shown: &str, options: &PgOptions, exit: &Exit
             }
             migrate::store_id(&conn, schema).await
         };
-        r.await.map_err(|e| at_open(shown, e))
+        r.await.map_err(|e| at_open(shown, password.annotate(e)))
     });
     let store_id = match migrated {
         Ok(id) => id,

@@ -2,7 +2,7 @@
 //! in core: `open(url, schema=…, max_connections=…, listen=…, listen_url=…,
 //! statements=…)`.
 
-use alkstore_core::open::options::{int_in, wrong_type, EngineOptions, OpenOptions, OptValue};
+use alkstore_core::open::options::{int_in, wrong_type, EngineOptions, OpenOptions, OptKind, OptValue};
 use alkstore_core::{Error, Result};
 
 /// What `alkstore_postgres::open` takes: the shared options and Postgres's own.
@@ -137,6 +137,14 @@ impl EngineOptions for PgOptions {
         }
         Ok(())
     }
+
+    fn kind(key: &str) -> OptKind {
+        match key {
+            "listen" => OptKind::Bool,
+            "max_connections" | "pool_size" => OptKind::Int,
+            _ => OptKind::Str,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -163,6 +171,22 @@ mod tests {
         assert_eq!(direct.wake_note(), None);
         assert_eq!(PgOptions::default().listen_target(url), Some(url));
         assert_eq!(PgOptions { listen: false, ..PgOptions::default() }.listen_target(url), None);
+        Ok(())
+    }
+
+    #[test]
+    fn every_option_can_be_written_in_the_url() -> Result<()> {
+        let url = "postgresql://u:p@h/db?sslmode=disable&statements=unnamed&listen=off&max_connections=2\
+                   &listen_url=postgresql%3A%2F%2Fd%2Fdb&schema=jobs&poll_interval_s=0.25&max_payload_bytes=10";
+        let (clean, o) = alkstore_core::parse_url_options::<PgOptions>(url, &[], ENGINES)?;
+        assert_eq!(clean, "postgresql://u:p@h/db?sslmode=disable");
+        assert_eq!(o.statements, StatementMode::Unnamed);
+        assert!(!o.listen);
+        assert_eq!((o.max_connections, o.schema.as_str()), (2, "jobs"));
+        assert_eq!(o.listen_url.as_deref(), Some("postgresql://d/db"));
+        assert_eq!((o.common.poll_interval_s, o.common.max_payload_bytes), (0.25, 10));
+        let (_, o) = alkstore_core::parse_url_options::<PgOptions>("postgresql://h/db?pool_size=7", &[], ENGINES)?;
+        assert_eq!(o.max_connections, 7);
         Ok(())
     }
 

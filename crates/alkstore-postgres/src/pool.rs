@@ -21,6 +21,7 @@ use tokio::sync::watch;
 use tokio_postgres::NoTls;
 
 use crate::error::Exit;
+use crate::passfile::{self, Source};
 
 /// How long making one connection may take before the call fails, unless the
 /// URL sets `connect_timeout` itself.
@@ -35,17 +36,19 @@ const REAP_EVERY: Duration = Duration::from_secs(1);
 /// Shown in `pg_stat_activity` unless the URL names another application.
 const APPLICATION_NAME: &str = "alkstore";
 
-/// Parses `url` into a driver config; a parse error leaves through
-/// [`Exit::bad_url`].
-pub fn pg_config(url: &str, exit: &Exit) -> Result<tokio_postgres::Config> {
+/// Parses `url` into a driver config, with the password libpq would find
+/// when the URL has none (`passfile.rs`), and says where that came from; a
+/// parse error leaves through [`Exit::bad_url`].
+pub fn pg_config(url: &str, exit: &Exit) -> Result<(tokio_postgres::Config, Source)> {
     let mut config = tokio_postgres::Config::from_str(url).map_err(|e| exit.bad_url(url, &e))?;
+    let source = passfile::fill(&mut config);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_TIMEOUT);
     }
     if config.get_application_name().is_none() {
         config.application_name(APPLICATION_NAME);
     }
-    Ok(config)
+    Ok((config, source))
 }
 
 /// A pool of at most `size` connections for `config`.

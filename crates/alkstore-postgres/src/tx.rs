@@ -20,9 +20,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use alkstore_core::{Error, Result, SqlRow, SqlValue, Tx};
 use deadpool_postgres::{ClientWrapper, Object};
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 use crate::error::{pg_error, Exit};
+use crate::ops::quote_ident;
 use crate::params::{Cell, Param};
 use crate::runtime::Rt;
 
@@ -31,6 +32,15 @@ const MARKER: &str = "alkstore.tx";
 
 /// Reads the marker back; NULL or '' once the transaction has ended.
 const READ_MARKER: &str = "SELECT current_setting('alkstore.tx', true)";
+
+/// [`READ_MARKER`] after a caller's query with unnamed statements, and the
+/// names of the statements prepared in this session since the transaction
+/// began by the protocol (not by SQL `PREPARE`): tokio-postgres looks up a
+/// result column of a non-built-in type (an enum, `citext`, a composite)
+/// with named statements of its own, which it keeps on the connection. Only
+/// the driver makes such statements here, so these are its.
+const READ_AFTER_QUERY: &str = "SELECT current_setting('alkstore.tx', true), \
+     ARRAY(SELECT name FROM pg_prepared_statements WHERE NOT from_sql AND prepare_time >= now())::text[]";
 
 /// Makes markers unique within the process (with the pid, across processes
 /// sharing a pooled server session is impossible, but cheap to rule out).
@@ -52,6 +62,11 @@ pub struct PgTx {
     marker: String,
     /// Unnamed statements (ADR 0030): nothing cached in the session.
     unnamed: bool,
+    /// Closes the connection when the transaction ends instead of giving it
+    /// back to the pool: with unnamed statements, the driver prepared named
+    /// statements of its own on it (see [`READ_AFTER_QUERY`]), now gone from
+    /// the session but still in the driver's cache.
+    discard: bool,
 }
 
 impl std::fmt::Debug for PgTx {
@@ -75,7 +90,7 @@ impl PgTx {
 
     /// Wraps a connection on which [`PgTx::begin_sql`] for `marker` already ran.
     pub(crate) fn new(conn: Object, engine_id: u64, rt: Rt, exit: Exit, marker: String, unnamed: bool) -> Self {
-        PgTx { conn: Some(conn), engine_id, rt, exit, marker, unnamed }
+        PgTx { conn: Some(conn), engine_id, rt, exit, marker, unnamed, discard: false }
     }
 
     /// Which engine began this transaction.
@@ -101,7 +116,7 @@ impl PgTx {
         self.rt.runtime()?;
         let conn = self.conn.take().ok_or(Error::TransactionClosed)?;
         let r = self.exit.block_on(self.rt, async { conn.batch_execute(sql).await.map_err(|e| pg_error(&e)) });
-        if r.is_err() {
+        if r.is_err() || self.discard {
             drop(Object::take(conn));
         }
         r
@@ -129,6 +144,63 @@ async fn bind<'p>(
 
 fn refs<'a>(params: &'a [Param<'a>]) -> Vec<&'a (dyn ToSql + Sync)> {
     params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+/// `params` with the types an unnamed statement declares for them: the
+/// server cannot be asked (that takes a named statement, ADR 0030), so a
+/// value states its own type, as a literal of that type would — int8,
+/// float8, boolean, bytea — and a str or None is left for the server to
+/// infer, like a quoted literal.
+fn declared<'a>(params: &'a [Param<'a>]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .map(|p| {
+            let ty = match p.0 {
+                SqlValue::Int(_) => Type::INT8,
+                SqlValue::Float(_) => Type::FLOAT8,
+                SqlValue::Bool(_) => Type::BOOL,
+                SqlValue::Bytes(_) => Type::BYTEA,
+                SqlValue::Text(_) | SqlValue::Null => Type::UNKNOWN,
+            };
+            (p as &(dyn ToSql + Sync), ty)
+        })
+        .collect()
+}
+
+/// After a caller's query with unnamed statements: the marker read (not
+/// pipelined: the driver's own lookups, if any, follow the query's reply),
+/// and the named statements the driver made for them closed again in this
+/// same session. True when there were any: the connection must not be
+/// reused, its driver-side cache names statements that are gone.
+async fn after_unnamed_query(c: &ClientWrapper, marker: &str) -> Result<bool> {
+    let row = c.query_typed_one(READ_AFTER_QUERY, &[]).await.map_err(|e| pg_error(&e))?;
+    let value: Option<String> = row.try_get(0).map_err(|e| pg_error(&e))?;
+    if value.as_deref() != Some(marker) {
+        return Err(Error::ended_by_statement());
+    }
+    let names: Vec<String> = row.try_get(1).map_err(|e| pg_error(&e))?;
+    if names.is_empty() {
+        return Ok(false);
+    }
+    let sql: String = names.iter().map(|n| format!("DEALLOCATE {};", quote_ident(n))).collect();
+    c.batch_execute(&sql).await.map_err(|e| pg_error(&e))?;
+    Ok(true)
+}
+
+/// Rows as the caller gets them: column name to value.
+fn to_rows(rows: &[tokio_postgres::Row]) -> Result<Vec<SqlRow>> {
+    rows.iter()
+        .map(|row| {
+            row.columns()
+                .iter()
+                .enumerate()
+                .map(|(i, column)| {
+                    let cell: Cell = row.try_get(i).map_err(|e| pg_error(&e))?;
+                    Ok((column.name().to_owned(), cell.0))
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Refuses `BEGIN` / `START TRANSACTION` before it runs. Inside a
@@ -209,10 +281,16 @@ impl Tx for PgTx {
         refuse_begin(sql)?;
         let (marker, unnamed) = (self.marker.clone(), self.unnamed);
         self.run(async |c| {
-            let (stmt, ps) = bind(c, sql, params).await?;
             // Both requests go out before either reply is read, in this order.
-            let args = refs(&ps);
-            let (done, open) = tokio::join!(c.execute(&stmt, &args), still_open(c, &marker, unnamed));
+            let (done, open) = if unnamed {
+                let ps: Vec<Param<'_>> = params.iter().map(Param).collect();
+                let typed = declared(&ps);
+                tokio::join!(c.execute_typed(sql, &typed), still_open(c, &marker, true))
+            } else {
+                let (stmt, ps) = bind(c, sql, params).await?;
+                let args = refs(&ps);
+                tokio::join!(c.execute(&stmt, &args), still_open(c, &marker, false))
+            };
             let n = done.map_err(|e| pg_error(&e))?;
             open?;
             Ok(n)
@@ -222,25 +300,27 @@ impl Tx for PgTx {
     fn query(&mut self, sql: &str, params: &[SqlValue]) -> Result<Vec<SqlRow>> {
         refuse_begin(sql)?;
         let (marker, unnamed) = (self.marker.clone(), self.unnamed);
+        if unnamed {
+            let (rows, discard) = self.run(async |c| {
+                let ps: Vec<Param<'_>> = params.iter().map(Param).collect();
+                match c.query_typed(sql, &declared(&ps)).await {
+                    Ok(rows) => Ok((to_rows(&rows), after_unnamed_query(c, &marker).await?)),
+                    // Aborted: nothing more runs in this transaction. Had the
+                    // driver looked a type up first, its statements stay in
+                    // its cache: close the connection at the end to be safe.
+                    Err(e) => Ok((Err(pg_error(&e)), true)),
+                }
+            })?;
+            self.discard |= discard;
+            return self.exit.leave(rows);
+        }
         self.run(async |c| {
             let (stmt, ps) = bind(c, sql, params).await?;
             let args = refs(&ps);
-            let (rows, open) = tokio::join!(c.query(&stmt, &args), still_open(c, &marker, unnamed));
+            let (rows, open) = tokio::join!(c.query(&stmt, &args), still_open(c, &marker, false));
             let rows = rows.map_err(|e| pg_error(&e))?;
             open?;
-            let names: Vec<String> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
-            rows.iter()
-                .map(|row| {
-                    names
-                        .iter()
-                        .enumerate()
-                        .map(|(i, name)| {
-                            let cell: Cell = row.try_get(i).map_err(|e| pg_error(&e))?;
-                            Ok((name.clone(), cell.0))
-                        })
-                        .collect()
-                })
-                .collect()
+            to_rows(&rows)
         })
     }
 

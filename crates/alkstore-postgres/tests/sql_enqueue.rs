@@ -77,7 +77,7 @@ fn bad_arguments_raise_22023_with_the_front_s_message_and_write_nothing() -> Tes
     let front = |queue: &str, opts: QueueOpts, j: NewJob| match alkstore_core::validate_name("queue", queue)
         .and_then(|()| store.enqueue(None, queue, &opts, &[j]))
     {
-        Err(Error::Value(m)) => m,
+        Err(Error::Value(m) | Error::Payload(m)) => m,
         Err(e @ Error::InvalidName { .. }) => e.to_string(),
         other => format!("not refused: {other:?}"),
     };
@@ -257,5 +257,110 @@ fn after_links_a_child_like_the_front() -> TestResult {
         refusal(&c, &format!(r#"SELECT "{s}".enqueue(queue => 'c', payload => '{{}}', on_failure => 'x')"#))?;
     assert_eq!(code, "22023");
     assert_eq!(db.engine.stats("c")?, Default::default(), "nothing written");
+    Ok(())
+}
+
+/// Issue 44: the function's payload limits are core's. Each text of the
+/// corpus goes to the function, and what jsonb keeps of it (`::jsonb::text`,
+/// the body the function stores and a Worker reads) goes through the
+/// Store's check: both accept, or both refuse with the same message, the
+/// function with 22023 and writing nothing. What jsonb itself refuses never
+/// reaches the function.
+#[test]
+fn the_function_and_core_agree_on_payload_edge_cases() -> TestResult {
+    use alkstore_core::rules::payload::{FLOAT_OVERFLOW, MAX_DEPTH, MAX_INT_DIGITS};
+    let Some(db) = TestDb::new()? else { return Ok(()) };
+    let c = raw_client()?;
+    let s = &db.schema;
+    let store = Store::new(db.reopen()?, OpenOptions::default());
+    let arrays = |n: usize, inner: &str| format!("{}{inner}{}", "[".repeat(n), "]".repeat(n));
+    let objects = |n: usize| format!("{}1{}", "{\"k\": ".repeat(n), "}".repeat(n));
+    let digits = |n: usize| format!("1{}", "0".repeat(n - 1));
+    let below_overflow = format!("{}1.9", &FLOAT_OVERFLOW[..FLOAT_OVERFLOW.len() - 1]);
+    let corpus: Vec<String> = vec![
+        // Nesting: at, one past, far past the limit; arrays, objects, both.
+        arrays(MAX_DEPTH - 1, "1"),
+        arrays(MAX_DEPTH, ""),
+        arrays(MAX_DEPTH, "1"),
+        arrays(MAX_DEPTH, "{}"),
+        arrays(MAX_DEPTH + 1, ""),
+        arrays(3000, ""),
+        objects(MAX_DEPTH),
+        objects(MAX_DEPTH + 1),
+        format!("{{\"a\": [{}]}}", objects(MAX_DEPTH - 2)),
+        format!("{{\"a\": [{}]}}", objects(MAX_DEPTH - 1)),
+        format!("[{}, {}]", arrays(MAX_DEPTH - 1, ""), arrays(MAX_DEPTH - 1, "")),
+        format!("[\"{}\"]", "[{".repeat(2000)),
+        // Integers: jsonb writes every number in plain notation.
+        digits(MAX_INT_DIGITS),
+        digits(MAX_INT_DIGITS + 1),
+        format!("-{}", digits(MAX_INT_DIGITS)),
+        format!("-{}", digits(MAX_INT_DIGITS + 1)),
+        format!("1e{}", MAX_INT_DIGITS - 1),
+        format!("1e{}", MAX_INT_DIGITS),
+        "{\"args\": [1e5000]}".into(),
+        "[-1e5000]".into(),
+        format!("[1e{}, 1e{}]", MAX_INT_DIGITS + 100, MAX_INT_DIGITS + 200),
+        format!("{{\"b\": 1e{}, \"a\": 1e{}}}", MAX_INT_DIGITS + 200, MAX_INT_DIGITS + 100),
+        // Floats: a fraction makes a float; finite, or past the range.
+        "1e308".into(),
+        "1e309".into(),
+        "1.5e308".into(),
+        format!("{}.5", digits(309)),
+        format!("{}.5", digits(310)),
+        format!("-{}.5", digits(310)),
+        format!("{FLOAT_OVERFLOW}.0"),
+        below_overflow,
+        "-0".into(),
+        "-0.0".into(),
+        "1e-400".into(),
+        "-1.5e-400".into(),
+        "123.456e-7".into(),
+        // Both at once: nesting is named first.
+        format!("[1e5000, {}]", arrays(MAX_DEPTH, "")),
+        // Strings: escapes, and what only looks like a number or brackets.
+        r#""\u00e9\ud83d\ude00""#.into(),
+        "\"é😀\"".into(),
+        r#""1e5000""#.into(),
+        r#""\ud800""#.into(),
+        r#""\u0000""#.into(),
+        "1e200000".into(),
+    ];
+    let (mut accepted, mut jsonb_refused) = (0, Vec::new());
+    for text in &corpus {
+        let shown = if text.len() > 60 { format!("{}… ({} bytes)", &text[..40], text.len()) } else { text.clone() };
+        let stored = match alkstore_postgres::block_on(c.query_one("SELECT $1::text::jsonb::text", &[text]))? {
+            Ok(row) => row.get::<_, String>(0),
+            Err(e) => {
+                jsonb_refused.push((shown, e.code().map(|c| c.code().to_owned())));
+                continue;
+            }
+        };
+        let core = match store.enqueue(None, "core", &QueueOpts::default(), &[job(&stored)]) {
+            Ok(_) => None,
+            Err(Error::Payload(m)) => Some(m),
+            Err(e) => return Err(format!("{shown}: {e}").into()),
+        };
+        let call = format!(r#"SELECT "{s}".enqueue(queue => 'sql', payload => $1::text::jsonb)"#);
+        let function = match alkstore_postgres::block_on(c.query_one(&call, &[text]))? {
+            Ok(_) => None,
+            Err(e) => {
+                let db = e.as_db_error().ok_or_else(|| format!("{shown}: not a server error: {e}"))?;
+                assert_eq!(db.code().code(), "22023", "{shown}");
+                Some(db.message().to_owned())
+            }
+        };
+        assert_eq!(function, core, "{shown}");
+        accepted += usize::from(core.is_none());
+    }
+    assert_eq!(db.engine.stats("sql")?.pending, i64::try_from(accepted)?, "a refusal writes nothing");
+    assert_eq!(db.engine.stats("core")?.pending, i64::try_from(accepted)?);
+    // jsonb's own refusals, before the function runs: a lone surrogate, NUL,
+    // a number past numeric's range.
+    let codes: Vec<Option<String>> = jsonb_refused.iter().map(|(_, c)| c.clone()).collect();
+    assert_eq!(codes.len(), 3, "{jsonb_refused:?}");
+    assert!(codes.iter().all(Option::is_some), "{jsonb_refused:?}");
+    // Each limit refused something and let something through.
+    assert!(accepted > 10 && accepted < corpus.len() - 3 - 10, "{accepted} of {}", corpus.len());
     Ok(())
 }

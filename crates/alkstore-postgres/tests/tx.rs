@@ -5,7 +5,15 @@
 mod common;
 
 use alkstore_core::{Error, SqlValue};
+use alkstore_postgres::StatementMode;
 use common::{TestDb, TestResult};
+
+/// A fresh store in each statement mode (none when no server answers).
+fn both_modes() -> Result<Vec<TestDb>, Box<dyn std::error::Error>> {
+    let named = TestDb::new()?;
+    let unnamed = TestDb::with(4, StatementMode::Unnamed)?;
+    Ok(named.into_iter().chain(unnamed).collect())
+}
 
 fn orders(db: &TestDb) -> String {
     format!("\"{}\".orders", db.schema)
@@ -30,8 +38,14 @@ fn count_orders(db: &TestDb) -> Result<i64, Box<dyn std::error::Error>> {
 
 #[test]
 fn user_sql_error_carries_the_sqlstate_and_aborts_the_tx() -> TestResult {
-    let Some(db) = TestDb::new()? else { return Ok(()) };
-    make_orders(&db)?;
+    for db in both_modes()? {
+        sqlstates(&db)?;
+    }
+    Ok(())
+}
+
+fn sqlstates(db: &TestDb) -> TestResult {
+    make_orders(db)?;
     let mut tx = db.engine.begin()?;
     let e = tx.execute("SELECT * FROM no_such_table_here", &[]).unwrap_err();
     assert!(matches!(&e, Error::Database { code: Some(c), .. } if c == "42P01"), "{e:?}");
@@ -46,17 +60,23 @@ fn user_sql_error_carries_the_sqlstate_and_aborts_the_tx() -> TestResult {
     tx.rollback()?;
 
     let mut tx = db.engine.begin()?;
-    tx.execute(&format!("INSERT INTO {} (user_id) VALUES (1)", orders(&db)), &[])?;
-    let e = tx.execute(&format!("INSERT INTO {} (user_id) VALUES (1)", orders(&db)), &[]).unwrap_err();
+    tx.execute(&format!("INSERT INTO {} (user_id) VALUES (1)", orders(db)), &[])?;
+    let e = tx.execute(&format!("INSERT INTO {} (user_id) VALUES (1)", orders(db)), &[]).unwrap_err();
     assert!(matches!(&e, Error::Database { code: Some(c), .. } if c == "23505"), "{e:?}");
     tx.rollback()?;
-    assert_eq!(count_orders(&db)?, 0);
+    assert_eq!(count_orders(db)?, 0);
     Ok(())
 }
 
 #[test]
 fn parameters_and_columns_convert_by_type() -> TestResult {
-    let Some(db) = TestDb::new()? else { return Ok(()) };
+    for db in both_modes()? {
+        convert_by_type(&db)?;
+    }
+    Ok(())
+}
+
+fn convert_by_type(db: &TestDb) -> TestResult {
     let mut tx = db.engine.begin()?;
     let rows = tx.query(
         "SELECT $1::int2 AS a, $2::int4 AS b, $3::int8 AS c, $4::float4 AS d, $5::float8 AS e, $6::numeric::text AS f, \
@@ -111,7 +131,13 @@ fn parameters_and_columns_convert_by_type() -> TestResult {
 
 #[test]
 fn unsupported_types_name_the_type() -> TestResult {
-    let Some(db) = TestDb::new()? else { return Ok(()) };
+    for db in both_modes()? {
+        name_the_type(&db)?;
+    }
+    Ok(())
+}
+
+fn name_the_type(db: &TestDb) -> TestResult {
     let mut tx = db.engine.begin()?;
     let e = tx.query("SELECT 1.5::numeric AS x", &[]).unwrap_err();
     assert!(matches!(&e, Error::Database { message, .. } if message.contains("numeric")), "{e:?}");
@@ -128,5 +154,28 @@ fn unsupported_types_name_the_type() -> TestResult {
     let e = tx.execute("SELECT $1::int, $2::int", &[SqlValue::Int(1)]).unwrap_err();
     assert!(matches!(&e, Error::Database { .. }), "{e:?}");
     tx.rollback()?;
+    Ok(())
+}
+
+/// With unnamed statements, a result column of a non-built-in type makes
+/// tokio-postgres look the type up with named statements of its own; the
+/// transaction closes them again in the same session, and the connection,
+/// whose driver cache still names them, does not go back to the pool.
+#[test]
+fn unnamed_leaves_no_statement_of_the_drivers_type_lookups() -> TestResult {
+    let Some(db) = TestDb::with(1, StatementMode::Unnamed)? else { return Ok(()) };
+    let mood = format!("\"{}\".mood", db.schema);
+    let mut tx = db.engine.begin()?;
+    tx.execute(&format!("CREATE TYPE {mood} AS ENUM ('calm', 'busy')"), &[])?;
+    tx.commit()?;
+    let prepared = "SELECT count(*) AS n FROM pg_prepared_statements";
+    for _ in 0..2 {
+        let mut tx = db.engine.begin()?;
+        let rows =
+            tx.query(&format!("SELECT 'busy'::{mood} AS m, $1::{mood}::text AS t"), &[SqlValue::Text("calm".into())])?;
+        assert_eq!(rows[0], [("m".into(), SqlValue::Text("busy".into())), ("t".into(), SqlValue::Text("calm".into()))]);
+        assert_eq!(tx.query(prepared, &[])?[0][0].1, SqlValue::Int(0));
+        tx.commit()?;
+    }
     Ok(())
 }

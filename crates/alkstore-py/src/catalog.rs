@@ -7,6 +7,7 @@ use alkstore_core::{LockRow, MinuteCount};
 use pyo3::prelude::*;
 
 use crate::convert::to_datetime;
+use crate::repr;
 
 /// One stream: its head (the last offset handed out) and its consumers.
 #[pyclass(name = "StreamInfo", module = "alkstore", frozen, get_all)]
@@ -32,15 +33,20 @@ pub struct ConsumerInfo {
 
 #[pymethods]
 impl StreamInfo {
-    fn __repr__(&self) -> String {
-        format!("StreamInfo(name={:?}, head={}, consumers={})", self.name, self.head, self.consumers.len())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "StreamInfo(name={}, head={}, consumers={})",
+            repr::text(py, &self.name)?,
+            self.head,
+            self.consumers.len()
+        ))
     }
 }
 
 #[pymethods]
 impl ConsumerInfo {
-    fn __repr__(&self) -> String {
-        format!("ConsumerInfo(name={:?}, offset={}, lag={})", self.name, self.offset, self.lag)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("ConsumerInfo(name={}, offset={}, lag={})", repr::text(py, &self.name)?, self.offset, self.lag))
     }
 }
 
@@ -68,8 +74,8 @@ pub struct LockInfo {
 
 #[pymethods]
 impl LockInfo {
-    fn __repr__(&self) -> String {
-        format!("LockInfo(name={:?}, owner={:?})", self.name, self.owner)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("LockInfo(name={}, owner={})", repr::text(py, &self.name)?, repr::text(py, &self.owner)?))
     }
 }
 
@@ -92,8 +98,8 @@ pub struct CompletionCount {
 
 #[pymethods]
 impl CompletionCount {
-    fn __repr__(&self) -> String {
-        format!("CompletionCount(queue={:?}, count={})", self.queue, self.count)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("CompletionCount(queue={}, count={})", repr::text(py, &self.queue)?, self.count))
     }
 }
 

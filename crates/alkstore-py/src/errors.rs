@@ -38,6 +38,7 @@ fn build(py: Python<'_>, e: &Error) -> PyResult<PyErr> {
         Error::Value(_) => return Ok(PyValueError::new_err(msg)),
         Error::Type(_) => return Ok(PyTypeError::new_err(msg)),
         Error::Interrupted => return Ok(pyo3::exceptions::PyKeyboardInterrupt::new_err(msg)),
+        Error::Payload(_) => class(py, "PayloadError")?.call1((msg,))?,
         Error::InvalidName { .. } => class(py, "InvalidName")?.call1((msg,))?,
         Error::InvalidSpec { spec, .. } => class(py, "InvalidSpec")?.call1((msg, spec))?,
         Error::LeadershipLost => class(py, "LeadershipLost")?.call1((msg,))?,

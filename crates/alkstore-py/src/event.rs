@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 use crate::convert::to_datetime;
 use crate::json;
+use crate::repr;
 
 /// A stream event (SPEC §9); frozen, compared by value.
 #[pyclass(name = "Event", module = "alkstore", frozen)]
@@ -38,7 +39,7 @@ impl Event {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     /// Publish time (database clock), an aware UTC datetime.
@@ -51,8 +52,12 @@ impl Event {
         other.cast::<Event>().is_ok_and(|o| o.get().row == self.row)
     }
 
-    fn __repr__(&self) -> String {
-        let key = self.row.key.as_ref().map_or("None".to_owned(), |k| format!("{k:?}"));
-        format!("Event(offset={}, key={key}, payload={})", self.row.offset, self.row.payload)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Event(offset={}, key={}, payload={})",
+            self.row.offset,
+            repr::opt_text(py, self.row.key.as_deref())?,
+            self.payload(py)?.bind(py).repr()?
+        ))
     }
 }

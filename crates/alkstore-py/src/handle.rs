@@ -11,6 +11,7 @@ use crate::convert::{duration, opt_duration, to_datetime, to_opt_datetime};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::json;
+use crate::repr;
 use crate::tx::{run, Transaction};
 use crate::workflows;
 
@@ -96,7 +97,7 @@ impl JobHandle {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.claimed.payload)?;
+        let decoded = json::decode(py, &self.claimed.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     #[getter]
@@ -234,6 +235,15 @@ impl JobHandle {
         Ok(exit::detach(py, || self.store.get_job(None, queue, id)).py()?.is_none())
     }
 
+    /// The state of the job's row now ("pending", "processing", "dead", …),
+    /// or None when the row is gone: after a settling call whose reply was
+    /// lost, what tells whether it landed. For the runner, not public.
+    fn _state(&self, py: Python<'_>) -> PyResult<Option<&'static str>> {
+        let (queue, id) = (&self.claimed.queue, self.claimed.id);
+        let row = exit::detach(py, || self.store.get_job(None, queue, id)).py()?;
+        Ok(row.map(|job| job.state.as_str()))
+    }
+
     /// The stamped lease length in seconds, for the runner's heartbeat
     /// interval without building two datetimes per job (not public).
     #[getter]
@@ -274,10 +284,12 @@ impl JobHandle {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "<alkstore.JobHandle id={} queue={:?} attempts={}>",
-            self.claimed.id, self.claimed.queue, self.claimed.attempts
-        )
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<alkstore.JobHandle id={} queue={} attempts={}>",
+            self.claimed.id,
+            repr::text(py, &self.claimed.queue)?,
+            self.claimed.attempts
+        ))
     }
 }

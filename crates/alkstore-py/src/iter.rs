@@ -20,6 +20,7 @@ use pyo3::types::{PyTuple, PyType};
 use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::handle::JobHandle;
+use crate::repr;
 use crate::stop::StopToken;
 use crate::wait::{self, blocking};
 
@@ -249,7 +250,11 @@ impl JobIterator {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!("<alkstore.JobIterator queue={:?} worker_id={:?}>", self.queue, self.worker_id)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<alkstore.JobIterator queue={} worker_id={}>",
+            repr::text(py, &self.queue)?,
+            repr::text(py, &self.worker_id)?
+        ))
     }
 }

@@ -3,18 +3,21 @@
 //! Encoding walks the Python object in Rust and writes JSON text with the
 //! exact semantics the contract promises — `json.loads(json.dumps(p))` — plus
 //! the stricter rules: dict keys must be `str` (TypeError), NaN/Infinity are
-//! refused (ValueError). Decoding calls CPython's own JSON scanner, the C
-//! half of `json.loads`, the exact inverse of what we write.
+//! refused, and so is what core's payload limits refuse (nesting, integer
+//! digits: `PayloadError`, a ValueError). Decoding calls CPython's own JSON
+//! scanner, the C half of `json.loads`, the exact inverse of what we write;
+//! stored text it cannot decode is a `PayloadError` naming why.
 
 use std::fmt::Write;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use alkstore_core::rules::payload::{self, Refusal, MAX_DEPTH};
+use alkstore_core::Error;
+use pyo3::exceptions::{PyRecursionError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-/// Deeper than this is refused: it is almost surely a cycle.
-const MAX_DEPTH: usize = 500;
+use crate::errors::to_pyerr;
 
 static LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// `json.loads`' own C scanner (`_json.make_scanner` over a default
@@ -33,6 +36,10 @@ pub fn encode_at(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
     match write_value(obj, &mut out, 0) {
         Ok(()) => Ok(out),
         Err(Refused::Py(e)) => Err(e),
+        // The path of a cycle would be as long as the limit: name only the root.
+        Err(Refused::Deep) => {
+            Err(to_pyerr(Error::Payload(format!("{root} {} (or contains a cycle)", Refusal::TooDeep))))
+        }
         Err(Refused::At { path, why, kind }) => {
             let mut at = root.to_owned();
             for seg in path.iter().rev() {
@@ -41,7 +48,7 @@ pub fn encode_at(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
             let msg = why.replace("{at}", &at);
             Err(match kind {
                 Kind::Type => PyTypeError::new_err(msg),
-                Kind::Value => PyValueError::new_err(msg),
+                Kind::Value => to_pyerr(Error::Payload(msg)),
             })
         }
     }
@@ -53,12 +60,16 @@ pub fn encode_at(obj: &Bound<'_, PyAny>, root: &str) -> PyResult<String> {
 enum Refused {
     /// A refusal with its message, `{at}` standing for the path.
     At { path: Vec<Seg>, why: String, kind: Kind },
+    /// Arrays and objects nested past core's limit.
+    Deep,
     /// Python raised while we looked at a value.
     Py(PyErr),
 }
 
 enum Kind {
+    /// Not JSON at all: TypeError.
     Type,
+    /// JSON past a limit: PayloadError, a ValueError.
     Value,
 }
 
@@ -109,7 +120,8 @@ fn inside(e: Refused, seg: Seg) -> Refused {
     }
 }
 
-/// Decodes JSON text written by [`encode`].
+/// Decodes JSON text written by [`encode`]; `what` names it in an error
+/// ("payload", "result").
 ///
 /// Through the C scanner `json.loads` itself ends in, called directly: the
 /// same values, and no Python code runs. That matters to a Worker's daemon
@@ -119,7 +131,12 @@ fn inside(e: Refused, seg: Seg) -> Refused {
 /// which aborts the process. Anything the scanner does not take whole
 /// (leading space, trailing text, bad JSON) goes to `json.loads` for its
 /// value or its error.
-pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
+///
+/// Text written around the enqueue checks (a raw `INSERT`, a version before
+/// the limits) may not decode: too deep for the decoder's recursion, an
+/// integer past `int()`'s digit limit, not JSON at all. That is a
+/// `PayloadError` naming what is wrong, never a bare `RecursionError`.
+pub fn decode(py: Python<'_>, text: &str, what: &str) -> PyResult<Py<PyAny>> {
     if let Some(scan) = scanner(py)? {
         if let Ok(found) = scan.bind(py).call1((text, 0)) {
             let (value, end): (Bound<'_, PyAny>, usize) = found.extract()?;
@@ -130,7 +147,25 @@ pub fn decode(py: Python<'_>, text: &str) -> PyResult<Py<PyAny>> {
         }
     }
     let loads = LOADS.get_or_try_init(py, || py.import("json")?.getattr("loads").map(Bound::unbind))?;
-    Ok(loads.bind(py).call1((text,))?.unbind())
+    loads.bind(py).call1((text,)).map(Bound::unbind).map_err(|e| undecodable(py, e, text, what))
+}
+
+/// The `PayloadError` for stored `text` that `json.loads` refused with `e`:
+/// core's limit it breaks when it breaks one, else the decoder's own words.
+/// Anything but a decoding error (a `MemoryError`, an interrupt) passes.
+fn undecodable(py: Python<'_>, e: PyErr, text: &str, what: &str) -> PyErr {
+    if !(e.is_instance_of::<PyValueError>(py) || e.is_instance_of::<PyRecursionError>(py)) {
+        return e;
+    }
+    let why = match payload::check(text) {
+        Err(r) => format!("it {r}"),
+        Ok(()) => {
+            format!("{}: {}", e.get_type(py).name().map_or_else(|_| "error".into(), |n| n.to_string()), e.value(py))
+        }
+    };
+    let err = to_pyerr(Error::Payload(format!("the stored {what} cannot be decoded: {why}")));
+    err.set_cause(py, Some(e));
+    err
 }
 
 /// Looks up the scanner and `json.loads` once, when the module loads: an
@@ -153,13 +188,8 @@ fn scanner(py: Python<'_>) -> PyResult<&Option<Py<PyAny>>> {
     })
 }
 
+/// Writes `obj`, found inside `depth` arrays and objects.
 fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result<(), Refused> {
-    if depth > MAX_DEPTH {
-        // The path of a cycle would be as long as the limit: name only where it starts.
-        return Err(Refused::Py(PyValueError::new_err(format!(
-            "payload nests deeper than {MAX_DEPTH} levels (or contains a cycle)"
-        ))));
-    }
     if obj.is_none() {
         out.push_str("null");
     } else if let Ok(s) = obj.cast::<PyString>() {
@@ -171,10 +201,25 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result
             Ok(i) => {
                 let _ = write!(out, "{i}");
             }
-            // Beyond 64 bits: int's own decimal form keeps it exact, as json.dumps does.
-            Err(_) => {
-                out.push_str(&obj.py().get_type::<PyInt>().call_method1("__repr__", (obj,))?.extract::<String>()?)
-            }
+            // Beyond 64 bits: int's own decimal form keeps it exact, as
+            // json.dumps does, within core's digit limit.
+            Err(_) => match obj.py().get_type::<PyInt>().call_method1("__repr__", (obj,)) {
+                Ok(text) => {
+                    let text = text.extract::<String>()?;
+                    if let Err(r) = payload::check(&text) {
+                        return Err(refuse(Kind::Value, format!("{{at}} {r}")));
+                    }
+                    out.push_str(&text);
+                }
+                // Past the digits this process converts (sys.set_int_max_str_digits).
+                Err(e) if e.is_instance_of::<PyValueError>(obj.py()) => {
+                    return Err(refuse(
+                        Kind::Value,
+                        format!("{{at}} is an integer too long to write as text ({})", e.value(obj.py())),
+                    ))
+                }
+                Err(e) => return Err(e.into()),
+            },
         }
     } else if let Ok(f) = obj.cast::<PyFloat>() {
         let v = f.value();
@@ -184,6 +229,7 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result
         // Shortest round-trip form; always has '.' or 'e', so it decodes as a float.
         out.push_str(ryu::Buffer::new().format_finite(v));
     } else if let Ok(d) = obj.cast::<PyDict>() {
+        too_deep(depth)?;
         out.push('{');
         for (i, (k, v)) in d.iter().enumerate() {
             let Ok(key) = k.cast::<PyString>() else {
@@ -201,8 +247,10 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result
         }
         out.push('}');
     } else if let Ok(l) = obj.cast::<PyList>() {
+        too_deep(depth)?;
         write_seq(l.iter(), out, depth)?;
     } else if let Ok(t) = obj.cast::<PyTuple>() {
+        too_deep(depth)?;
         write_seq(t.iter(), out, depth)?;
     } else {
         return Err(refuse(
@@ -214,6 +262,15 @@ fn write_value(obj: &Bound<'_, PyAny>, out: &mut String, depth: usize) -> Result
         ));
     }
     Ok(())
+}
+
+/// Refuses an array or object inside `depth` others when that nests past
+/// core's limit: the payload is too deep, or (as often) holds a cycle.
+fn too_deep(depth: usize) -> Result<(), Refused> {
+    if depth < MAX_DEPTH {
+        return Ok(());
+    }
+    Err(Refused::Deep)
 }
 
 fn write_seq<'py>(

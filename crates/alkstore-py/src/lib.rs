@@ -16,6 +16,7 @@ mod json;
 mod limits;
 mod lock;
 mod queue;
+mod repr;
 mod rules;
 mod schedule;
 mod stop;

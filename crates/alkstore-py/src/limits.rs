@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::convert::{integer, number, type_name};
 use crate::errors::IntoPyResult;
+use crate::repr;
 
 /// A queue's limits; None for a kind that is not limited.
 #[pyclass(name = "QueueLimits", module = "alkstore", frozen, eq, get_all)]
@@ -54,22 +55,24 @@ impl QueueLimits {
         Ok(limits.into())
     }
 
-    fn __repr__(&self) -> String {
-        self.repr()
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.repr(py)
     }
 }
 
 impl QueueLimits {
     /// `QueueLimits(concurrency=…, …)`.
-    pub fn repr(&self) -> String {
-        let show = |v: Option<String>| v.unwrap_or_else(|| "None".into());
-        format!(
-            "QueueLimits(concurrency={}, rate_count={}, rate_period_s={}, group_concurrency={})",
-            show(self.concurrency.map(|v| v.to_string())),
-            show(self.rate_count.map(|v| v.to_string())),
-            show(self.rate_period_s.map(|v| format!("{v:?}"))),
-            show(self.group_concurrency.map(|v| v.to_string()))
-        )
+    pub fn repr(&self, py: Python<'_>) -> PyResult<String> {
+        let period = match self.rate_period_s {
+            Some(p) => repr::float(py, p)?,
+            None => "None".to_owned(),
+        };
+        Ok(format!(
+            "QueueLimits(concurrency={}, rate_count={}, rate_period_s={period}, group_concurrency={})",
+            repr::opt_int(self.concurrency),
+            repr::opt_int(self.rate_count),
+            repr::opt_int(self.group_concurrency)
+        ))
     }
 }
 

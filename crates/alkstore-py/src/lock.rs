@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use crate::convert::duration;
 use crate::errors::IntoPyResult;
 use crate::exit;
+use crate::repr;
 
 /// A lease on `name` for `owner`: `with store.lock(...) as lock:` acquires
 /// (or raises `LockHeld`) and releases on exit. Lock objects with the same
@@ -74,7 +75,12 @@ impl Lock {
         Ok(false)
     }
 
-    fn __repr__(&self) -> String {
-        format!("<alkstore.Lock name={:?} owner={:?} ttl_s={}>", self.name, self.owner, self.ttl_s)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<alkstore.Lock name={} owner={} ttl_s={}>",
+            repr::text(py, &self.name)?,
+            repr::text(py, &self.owner)?,
+            self.ttl_s
+        ))
     }
 }

@@ -18,6 +18,7 @@ use crate::handle::JobHandle;
 use crate::iter::JobIterator;
 use crate::json;
 use crate::limits::QueueLimits;
+use crate::repr;
 use crate::stop::StopToken;
 use crate::telemetry;
 use crate::tx::{run, Transaction};
@@ -664,7 +665,7 @@ impl Queue {
         PyList::new(py, rows.into_iter().map(Job::from))
     }
 
-    fn __repr__(&self) -> String {
-        format!("<alkstore.Queue {:?}>", self.name)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<alkstore.Queue {}>", repr::text(py, &self.name)?))
     }
 }

@@ -97,5 +97,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.setattr("_MAX_NAME_CHARS", MAX_NAME_CHARS)?;
     m.setattr("_MAX_BATCH", MAX_BATCH)?;
     m.setattr("_MAX_READ", MAX_READ)?;
+    m.setattr("_MAX_PAYLOAD_DEPTH", alkstore_core::rules::payload::MAX_DEPTH)?;
+    m.setattr("_MAX_INT_DIGITS", alkstore_core::rules::payload::MAX_INT_DIGITS)?;
     Ok(())
 }

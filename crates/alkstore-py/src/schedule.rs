@@ -12,6 +12,7 @@ use pyo3::types::PyDateTime;
 use crate::convert::{int_in, integer, opt_duration, to_datetime, Int};
 use crate::errors::IntoPyResult;
 use crate::json;
+use crate::repr;
 use crate::stop::StopToken;
 use crate::tx::{run, Transaction};
 use crate::wait::blocking;
@@ -209,7 +210,7 @@ impl Schedule {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
     }
     #[getter]
@@ -237,8 +238,11 @@ impl Schedule {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let at: String = to_datetime(py, self.row.next_fire_at)?.call_method0(py, "isoformat")?.extract(py)?;
         Ok(format!(
-            "Schedule(name={:?}, spec={:?}, tz={:?}, queue={:?}, next_fire_at={at})",
-            self.row.name, self.row.spec, self.row.tz, self.row.queue
+            "Schedule(name={}, spec={}, tz={}, queue={}, next_fire_at={at})",
+            repr::text(py, &self.row.name)?,
+            repr::text(py, &self.row.spec)?,
+            repr::text(py, &self.row.tz)?,
+            repr::text(py, &self.row.queue)?
         ))
     }
 }

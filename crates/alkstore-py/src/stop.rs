@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 use crate::convert::number;
 use crate::exit;
+use crate::repr;
 
 /// A "please stop" flag that every blocking call of alkstore accepts.
 #[pyclass(name = "StopToken", module = "alkstore", frozen)]
@@ -62,6 +63,6 @@ impl StopToken {
     }
 
     fn __repr__(&self) -> String {
-        format!("<alkstore.StopToken stopped={}>", self.inner.stopped())
+        format!("<alkstore.StopToken stopped={}>", repr::boolean(self.inner.stopped()))
     }
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use alkstore_core::open::options::EngineKeys;
 use alkstore_core::rules::names::outbox_queue;
 use alkstore_core::{
-    parse_options, parse_target, redact_url, validate_name, Engine, EngineOptions, OpenOptions, OptValue, QueueOpts,
-    Store as CoreStore, Target,
+    parse_options, parse_target, parse_url_options, redact_url, validate_name, Engine, EngineOptions, OpenOptions,
+    OptValue, QueueOpts, Store as CoreStore, Target,
 };
 use alkstore_postgres::PgOptions;
 use alkstore_sqlite::SqliteOptions;
@@ -20,10 +20,12 @@ use crate::errors::IntoPyResult;
 use crate::exit;
 use crate::lock::Lock;
 use crate::queue::Queue;
+use crate::repr;
 use crate::schedule::{Priority, Schedule, ScheduleArgs};
 use crate::stop::StopToken;
 use crate::stream::Stream;
 use crate::tx::Transaction;
+use crate::views::Job;
 use crate::workflows::JobResult;
 
 /// An open alkstore: a SQLite file or a Postgres database.
@@ -72,7 +74,90 @@ pub(crate) fn queue_opts(
     .py()
 }
 
-/// Opens (creating or migrating) a store. See SPEC §2 for targets and options.
+// The Python docstring of `alkstore.open` (help(), the API reference): the
+// same text as the first `open` overload's in `_core.pyi`, which
+// tests/test_open_typing.py checks. The signature stays `**options`: each
+// engine's crate decides its keys, their types and their defaults, and an
+// option is "given" only when the caller gives it, which is what lets the
+// same option in a URL's query string be checked against the keyword (an
+// explicit pyo3 signature would restate the keys here, with `None` for every
+// default). The stub types each option; stubtest accepts the keywords of its
+// overloads against the runtime's `**options`.
+/// Opens a store, creating or migrating its tables.
+///
+/// A path (`str` or `os.PathLike`), `sqlite:///relative.db` or
+/// `sqlite:////absolute/path.db` opens a SQLite file; a `postgresql://` or
+/// `postgres://` URL opens Postgres. Opening creates or migrates the engine's
+/// tables (on Postgres in `schema`, under an advisory lock, so processes may
+/// open at once); a store written by a newer alkstore is refused. A store is
+/// shared by every thread of a process; each process opens its own.
+///
+/// Every option is a keyword. Some apply to both engines, others to one
+/// (the type stub has one overload per engine, so a type checker refuses a
+/// misspelt option, or options of both engines together). A Postgres URL may
+/// also carry options in its query string, under the same names
+/// (`postgresql://app@pooler/db?statements=unnamed&schema=jobs`); an option
+/// given both there and as a keyword must have the same value in both.
+///
+/// Args:
+///     target: The SQLite file, or the Postgres URL. `":memory:"` is refused:
+///         no other process could see it.
+///
+/// Keyword Args:
+///     poll_interval_s (float): Both engines. How often a waiter looks again
+///         when no wake came, in seconds (> 0, at most 100 years): the safety
+///         net under the commit wakes, and the only wake of a store that does
+///         not listen. Defaults to 1.0.
+///     max_payload_bytes (int): Both engines. The largest payload, result or
+///         event accepted, in bytes of UTF-8 JSON text (>= 1). Defaults to
+///         1048576 (1 MiB).
+///     watch_interval_ms (int): SQLite only. How often the wake watcher reads
+///         the file's `PRAGMA data_version`, in milliseconds (1..=60000): for
+///         50 ms after each write on Linux, all the time where inotify is
+///         missing. Defaults to 1.
+///     busy_timeout_ms (int): SQLite only. How long a write waits for the
+///         file's write lock, held by another connection or process, before it
+///         fails, in milliseconds (0..=3600000). Defaults to 5000.
+///     schema (str): Postgres only. The engine-owned schema that holds every
+///         alkstore table: 1-63 ASCII letters, digits or `_`, not starting with
+///         a digit. Defaults to "alkstore".
+///     max_connections (int): Postgres only. The most pooled connections the
+///         store holds at once (1..=1000); the LISTEN session is not counted.
+///         Defaults to 4.
+///     pool_size (int): Postgres only. The older name of `max_connections`.
+///     listen (bool): Postgres only. Wake waiters at commit through
+///         LISTEN/NOTIFY, on one more session; `False` polls every
+///         `poll_interval_s` instead. Defaults to True.
+///     listen_url (str): Postgres only. A direct `postgresql://` server URL for
+///         the LISTEN session, when `target` is a transaction pooler. Without
+///         it the LISTEN session connects to `target`, except with
+///         `statements="unnamed"`: then the store polls, and logs once on the
+///         `alkstore` logger that it does.
+///     statements (Literal["named", "unnamed"]): Postgres only. `"named"`
+///         prepares each statement once per connection; `"unnamed"` keeps
+///         nothing in the server session, for a transaction pooler (PgBouncer
+///         `pool_mode=transaction` before 1.21, most managed poolers).
+///         Defaults to "named".
+///
+/// Returns:
+///     The open store; `with alkstore.open(...) as store:` closes it at the
+///         end of the block.
+///
+/// Raises:
+///     TypeError: A target that is no `str` or `os.PathLike`, an unknown
+///         option, or an option's value of the wrong type.
+///     ValueError: A target alkstore does not open (another URL scheme,
+///         `":memory:"`, a libpq `key=value` string, a SQLite `file:` URI), an
+///         option of the other engine (the message names the engine), a value
+///         out of range, or an option given in the URL and as a keyword with
+///         different values.
+///     DatabaseError: The file or the server cannot be opened, or the store
+///         was written by a newer alkstore.
+///
+/// Warns:
+///     SharedFileWarning: On SQLite, where the platform cannot keep another
+///         SQLite library in this process (Python's `sqlite3`, an ORM) from
+///         overwriting the store's writes on the same file (outside Linux).
 #[pyfunction]
 #[pyo3(signature = (target, **options))]
 pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Store> {
@@ -102,8 +187,9 @@ pub fn open(py: Python<'_>, target: &Bound<'_, PyAny>, options: Option<&Bound<'_
             (exit::detach(py, || alkstore_sqlite::open(p, &o)).py(), o.common)
         }
         Target::Postgres(u) => {
-            let o = parse_options::<PgOptions>(&opts, engines).py()?;
-            let engine = exit::detach(py, || alkstore_postgres::open(u, &o)).py();
+            // Options may also sit in the URL's query string; the driver gets the rest.
+            let (url, o) = parse_url_options::<PgOptions>(u, &opts, engines).py()?;
+            let engine = exit::detach(py, || alkstore_postgres::open(&url, &o)).py();
             if let (Ok(_), Some(note)) = (&engine, o.wake_note()) {
                 // Once per store, at open (SPEC §26): the engine's words, Python's log.
                 py.import("logging")?.getattr("getLogger")?.call1(("alkstore",))?.call_method1("warning", (note,))?;
@@ -157,6 +243,26 @@ impl Store {
     fn queues(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let inner = self.inner.clone();
         exit::detach(py, move || inner.queue_names()).py()
+    }
+
+    /// Job `job_id`, live or dead, whatever its queue; None when it is gone
+    /// (acked, cancelled, purged) or never was. A primary-key read of each
+    /// table, never a walk of the queues.
+    fn get_job(&self, py: Python<'_>, job_id: Int) -> PyResult<Option<Job>> {
+        let id = job_id.get("job_id")?;
+        let inner = self.inner.clone();
+        Ok(exit::detach(py, move || inner.job_by_id(id)).py()?.map(Job::from))
+    }
+
+    /// Drops a queue that holds nothing a caller may read (no live, waiting
+    /// or dead job, no result still kept) from `queues()`, `/metrics` and the
+    /// dashboard, with its pause, limits and completion counts, in one
+    /// transaction. True when the store knew it; a ValueError saying what it
+    /// still holds, with nothing changed, otherwise. `name` as `queues()`
+    /// lists it (an outbox's backing queue too).
+    fn forget_queue(&self, py: Python<'_>, name: &str) -> PyResult<bool> {
+        let (inner, name) = (self.inner.clone(), name.to_owned());
+        exit::detach(py, move || inner.forget_queue(&name)).py()
     }
 
     /// The outcome of job `job_id` (SPEC §25): its kept result once acked,
@@ -338,8 +444,12 @@ impl Store {
         self.inner.advance_clock(s.ceil() as i64).py()
     }
 
-    fn __repr__(&self) -> String {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let state = if self.inner.is_closed() { " closed" } else { "" };
-        format!("<alkstore.Store engine={:?} target={:?}{state}>", self.inner.engine_kind(), self.target)
+        Ok(format!(
+            "<alkstore.Store engine={} target={}{state}>",
+            repr::text(py, self.inner.engine_kind())?,
+            repr::text(py, &self.target)?
+        ))
     }
 }

@@ -13,6 +13,7 @@ use crate::event::Event;
 use crate::exit;
 use crate::foreign::{self, Call, Shape};
 use crate::json;
+use crate::repr;
 use crate::stop::StopToken;
 use crate::subscription::Subscription;
 use crate::tx::{run, Transaction};
@@ -147,7 +148,7 @@ impl Stream {
         exit::detach(py, || self.store.trim_to(&self.name, offset)).py()
     }
 
-    fn __repr__(&self) -> String {
-        format!("<alkstore.Stream {:?}>", self.name)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<alkstore.Stream {}>", repr::text(py, &self.name)?))
     }
 }

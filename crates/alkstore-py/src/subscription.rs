@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use pyo3::prelude::*;
 
 use crate::event::Event;
+use crate::repr;
 use crate::stop::StopToken;
 use crate::wait::{self, blocking};
 
@@ -136,7 +137,11 @@ impl Subscription {
         wait::or_stop_async(self.next_event(py, Some(&cancel.get().inner))?)
     }
 
-    fn __repr__(&self) -> String {
-        format!("<alkstore.Subscription stream={:?} consumer={:?}>", self.stream, self.consumer)
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "<alkstore.Subscription stream={} consumer={}>",
+            repr::text(py, &self.stream)?,
+            repr::text(py, &self.consumer)?
+        ))
     }
 }

@@ -9,6 +9,7 @@ use crate::limits::QueueLimits;
 
 use crate::convert::{to_datetime, to_opt_datetime, Int};
 use crate::json;
+use crate::repr;
 
 /// A job row as `get_job` / `dead_jobs` see it (live or dead).
 #[pyclass(name = "Job", module = "alkstore", frozen)]
@@ -53,8 +54,14 @@ impl Job {
         if let Some(p) = self.payload.get() {
             return Ok(p.clone_ref(py));
         }
-        let decoded = json::decode(py, &self.row.payload)?;
+        let decoded = json::decode(py, &self.row.payload, "payload")?;
         Ok(self.payload.get_or_init(|| decoded).clone_ref(py))
+    }
+    /// The payload's JSON text as stored, for pages that must show a
+    /// payload that does not decode (not public).
+    #[getter]
+    fn _payload_text(&self) -> &str {
+        &self.row.payload
     }
     #[getter]
     fn priority(&self) -> i32 {
@@ -105,8 +112,13 @@ impl Job {
         other.cast::<Job>().is_ok_and(|o| o.get().row == self.row)
     }
 
-    fn __repr__(&self) -> String {
-        format!("Job(id={}, queue={:?}, state={:?})", self.row.id, self.row.queue, self.row.state.as_str())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Job(id={}, queue={}, state={})",
+            self.row.id,
+            repr::text(py, &self.row.queue)?,
+            repr::text(py, self.row.state.as_str())?
+        ))
     }
 }
 
@@ -174,18 +186,18 @@ impl QueueStats {
         self.limits.clone()
     }
 
-    fn __repr__(&self) -> String {
-        let age = self.oldest_ready_age_s.map_or("None".to_string(), |a| a.to_string());
-        format!(
-            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={age}, paused={}, limits={}, waiting={})",
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "QueueStats(pending={}, scheduled={}, processing={}, dead={}, oldest_ready_age_s={}, paused={}, limits={}, waiting={})",
             self.pending,
             self.scheduled,
             self.processing,
             self.dead,
-            if self.paused { "True" } else { "False" },
-            self.limits.repr(),
+            repr::opt_int(self.oldest_ready_age_s),
+            repr::boolean(self.paused),
+            self.limits.repr(py)?,
             self.waiting
-        )
+        ))
     }
 }
 

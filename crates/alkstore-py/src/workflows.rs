@@ -8,6 +8,7 @@ use pyo3::types::PyDict;
 
 use crate::convert::to_datetime;
 use crate::json;
+use crate::repr;
 
 /// A finished job's outcome: `state` is "done" (acked; `value` is the
 /// ack's result, decoded) or "dead" (`error` is its last error).
@@ -39,10 +40,10 @@ impl JobResult {
 impl JobResult {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "Result(state={:?}, value={}, error={:?}, finished_at={})",
-            self.state,
+            "Result(state={}, value={}, error={}, finished_at={})",
+            repr::text(py, &self.state)?,
             self.value.bind(py).repr()?,
-            self.error,
+            repr::opt_text(py, self.error.as_deref())?,
             self.finished_at.bind(py).repr()?
         ))
     }
@@ -51,7 +52,7 @@ impl JobResult {
 /// A stored JSON value decoded, or None.
 fn value(py: Python<'_>, text: Option<&str>) -> PyResult<Py<PyAny>> {
     match text {
-        Some(t) => json::decode(py, t),
+        Some(t) => json::decode(py, t, "result"),
         None => Ok(py.None()),
     }
 }

@@ -3,6 +3,16 @@
 Every problem a user can cause — a bad URL, a missing file, a bad
 ``module:attr``, an error from the database — is reported as one line on
 stderr with a non-zero exit status, never as a traceback.
+
+What a command prints may quote stored text, which anyone who can write to
+the store chose: every line goes out through :func:`_tables.visible` (or
+:func:`_tables.json_safe` for ``--json``), so no control character reaches
+the terminal as itself.
+
+Every command that takes a store's URL takes it from ``ALKSTORE_URL`` when the
+command line gives none, so that a password need not be in the process's
+argv, which every local user can read (``ps``, ``/proc/PID/cmdline``). A URL on
+the command line wins over the variable.
 """
 
 from __future__ import annotations
@@ -11,9 +21,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn, cast
 
 from alkstore import __version__
 from alkstore._cli._paging import DEFAULT_PAGE
+from alkstore._cli._tables import json_safe, visible
 from alkstore._cli._target import CliError
 from alkstore._core import _MAX_BATCH, _batch_size
 from alkstore._errors import AlkstoreError
@@ -21,7 +33,31 @@ from alkstore._errors import AlkstoreError
 __all__ = ["main"]
 
 PROG = "alkstore"
-URL_HELP = "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db"
+#: Where a command takes its store's URL from when the command line gives none.
+URL_ENV = "ALKSTORE_URL"
+URL_HELP = (
+    "a SQLite file path, sqlite:///relative.db, sqlite:////absolute.db or postgresql://user@host/db "
+    f"(options in its query string, e.g. ?statements=unnamed); may be left out when {URL_ENV} is set"
+)
+#: The commands that take no store.
+NO_STORE = ("demo",)
+
+
+class _UsageError(Exception):
+    """A usage error argparse found, kept to be reported or retried."""
+
+    def __init__(self, parser: argparse.ArgumentParser, message: str) -> None:
+        super().__init__(message)
+        self.parser = parser
+        self.message = message
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are raised, not printed: a command
+    missing its URL is parsed again with ``ALKSTORE_URL``'s (see ``_parse``)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(self, message)
 
 
 def _batch(what: str) -> Callable[[str], int]:
@@ -90,7 +126,7 @@ def _store_args(p: argparse.ArgumentParser, *, queue: bool = False, json_help: s
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
+    parser = _Parser(prog=PROG, description="Durable job queues on SQLite and Postgres.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -106,7 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument(
         "spec",
         metavar="MODULE:ATTR | URL",
-        help="where the alkstore.Worker is, e.g. myapp.tasks:worker; with --tasks, the store's URL",
+        help="where the alkstore.Worker is, e.g. myapp.tasks:worker; with --tasks, the store's URL "
+        f"(may be left out when {URL_ENV} is set)",
     )
     worker.add_argument(
         "--tasks",
@@ -163,6 +200,12 @@ def _parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print JSON for a program instead of a line and the value"
     )
 
+    job = commands.add_parser("job", help="one job by id, live or dead, whatever its queue")
+    job.add_argument("url", metavar="URL", help=URL_HELP)
+    job.add_argument("id", metavar="ID", type=_job_id, help="the job's id")
+    job.add_argument("--schema", default=None, help="Postgres: the engine-owned schema (default alkstore)")
+    job.add_argument("--json", action="store_true", help="print JSON for a program instead of lines")
+
     sweep = commands.add_parser("sweep", help="move a queue's expired jobs to dead, purge old dead jobs")
     _store_args(sweep, queue=True)
 
@@ -193,7 +236,8 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP Basic credentials (or ALKSTORE_DASHBOARD_AUTH)",
     )
 
-    _operate_commands(commands)
+    # The subcommands' parsers are `_Parser`s; the helper only adds parsers.
+    _operate_commands(cast("argparse._SubParsersAction[argparse.ArgumentParser]", commands))
     return parser
 
 
@@ -248,6 +292,12 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
     which.add_argument("--all", action="store_true", help="every dead job of the queue, in pages")
     _page_size_arg(requeue)
 
+    forget = commands.add_parser(
+        "forget",
+        help="forget a queue that holds no job: it leaves stats, /metrics and the dashboard",
+    )
+    _store_args(forget, queue=True, json_help="a line")
+
     purge = commands.add_parser("purge", help="delete dead jobs; Ctrl-C stops between pages")
     _store_args(purge, queue=True, json_help="a line")
     which = purge.add_mutually_exclusive_group(required=True)
@@ -263,7 +313,7 @@ def _operate_commands(commands: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 #: The commands that change a queue; each returns its text and exit status.
-OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge")
+OPERATIONS = ("pause", "resume", "limits", "cancel", "requeue", "purge", "forget")
 
 
 # Not `_run`: importing the submodule `alkstore._cli._run` sets that name on
@@ -280,6 +330,14 @@ def _command(args: argparse.Namespace) -> int:
     if command == "worker":
         from alkstore._cli._run import run_worker
 
+        if args.tasks is None and (args.url_from_env or "://" in args.spec):
+            # Never echoed: a URL may hold a password.
+            where = URL_ENV if args.url_from_env else "a URL"
+            raise CliError(
+                f"the store comes from {where}: pass --tasks MODULE:ATTR, the task registry to run on it "
+                "(or give MODULE:ATTR naming an alkstore.Worker instead)",
+                status=2,
+            )
         if args.tasks is not None:
             from alkstore._cli._run import run_tasks
 
@@ -302,7 +360,7 @@ def _command(args: argparse.Namespace) -> int:
         )
     if command in OPERATIONS:
         text, status = _operation(args)
-        print(text, flush=True)
+        print(_shown(text, args), flush=True)
         if status == 130:
             # stdout says what was done; this tells a person whose stdout goes elsewhere.
             print(f"{PROG}: interrupted", file=sys.stderr)
@@ -311,11 +369,17 @@ def _command(args: argparse.Namespace) -> int:
         "stats": lambda: _inspect.stats(args.url, args.schema, args.json),
         "jobs": lambda: _inspect.jobs(args.url, args.schema, args.queue, args.dead, args.limit, args.json),
         "result": lambda: _inspect.result(args.url, args.schema, args.id, args.json),
+        "job": lambda: _inspect.job(args.url, args.schema, args.id, args.json),
         "sweep": lambda: _inspect.sweep(args.url, args.schema, args.queue, args.json),
         "schedules": lambda: _inspect.schedules(args.url, args.schema, args.json),
     }
-    print(printers[command]())
+    print(_shown(printers[command](), args))
     return 0
+
+
+def _shown(text: str, args: argparse.Namespace) -> str:
+    """A command's output as it may reach a terminal (see the module's doc)."""
+    return json_safe(text) if getattr(args, "json", False) else visible(text, newlines=True)
 
 
 def _operation(args: argparse.Namespace) -> tuple[str, int]:
@@ -334,7 +398,40 @@ def _operation(args: argparse.Namespace) -> tuple[str, int]:
         return _operate.cancel(*where, args.ids, args.json)
     if args.command == "requeue":
         return _operate.requeue(*where, args.ids, args.page_size, args.json)
+    if args.command == "forget":
+        return _operate.forget(*where, args.json), 0
     return _operate.purge(*where, args.ids, args.older_than, args.page_size, args.json)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line. A store command whose positional words lack
+    the URL is parsed again with ``ALKSTORE_URL`` as its first word; the
+    namespace's ``url_from_env`` says whether that happened."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = _parser()
+    try:
+        args = parser.parse_args(words)
+        args.url_from_env = False
+        return args
+    except _UsageError as first:
+        error = first
+    # argparse: "the following arguments are required: URL, QUEUE" (or "--id").
+    prefix = "the following arguments are required: "
+    missing = error.message.startswith(prefix) and any(
+        not name.startswith("-") for name in error.message[len(prefix) :].split(", ")
+    )
+    url = os.environ.get(URL_ENV)
+    if missing and url and words and words[0] not in NO_STORE and not words[0].startswith("-"):
+        try:
+            args = parser.parse_args([words[0], url, *words[1:]])
+            args.url_from_env = True
+            return args
+        except _UsageError as second:
+            error = second
+    elif missing and words and words[0] not in NO_STORE:
+        error.message += f" (the store's URL comes first, or from {URL_ENV})"
+    # argparse's own report: the usage of the command at fault, exit status 2.
+    argparse.ArgumentParser.error(error.parser, error.message)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -346,18 +443,18 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the command line; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return _command(args)
     except CliError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {visible(str(exc))}", file=sys.stderr)
         return exc.status
     except BrokenPipeError:
         # The reader went away (`alkstore jobs … | head`): not an error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except (AlkstoreError, ValueError, TypeError, OSError) as exc:
-        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        print(f"{PROG}: error: {visible(_one_line(exc))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The read-mostly commands: ``stats``, ``jobs``, ``result``, ``sweep``, ``schedules``.
+"""The read-mostly commands: ``stats``, ``jobs``, ``job``, ``result``, ``sweep``, ``schedules``.
 
 Each returns what to print: a table for a person, or JSON with ``as_json``.
 """
@@ -9,15 +9,17 @@ import json
 from datetime import datetime, timedelta
 
 from alkstore._cli._limits import describe, limits_dict
-from alkstore._cli._tables import render, when
+from alkstore._cli._tables import compact_json, render, when
 from alkstore._cli._target import CliError, open_existing, queue_view
 from alkstore._core import Job
+from alkstore._errors import PayloadError
 
-__all__ = ["NO_RESULT", "jobs", "result", "schedules", "stats", "sweep"]
+__all__ = ["NO_RESULT", "job", "jobs", "payload_cell", "result", "schedules", "stats", "sweep"]
 
 STATS_FIELDS = ("pending", "waiting", "scheduled", "processing", "dead", "oldest_ready_age_s", "paused")
-#: The exit status of ``alkstore result`` for a job with no result (yet):
-#: not an error, but a script polling for it must tell the two apart.
+#: The exit status of ``alkstore result`` for a job with no result (yet), and
+#: of ``alkstore job`` for a job that is gone: not an error, but a script
+#: polling for it must tell the two apart.
 NO_RESULT = 3
 SCHEDULE_FIELDS = (
     "name",
@@ -45,12 +47,29 @@ def _dump(value: object) -> str:
 
 
 def job_dict(job: Job) -> dict[str, object]:
-    """Every field of a ``Job``, timestamps as ISO 8601 text."""
+    """Every field of a ``Job``, timestamps as ISO 8601 text; a payload that
+    cannot be decoded is null, with ``payload_text`` (as stored) and
+    ``payload_error`` (why) beside it."""
     fields = (
         "id", "queue", "state", "payload", "priority", "attempts", "max_attempts", "enqueued_at", "run_at",
         "claimed_at", "deadline", "worker_id", "expires_at", "last_error", "died_at",
     )  # fmt: skip
-    return {f: _json_value(getattr(job, f)) for f in fields}
+    out: dict[str, object] = {}
+    for f in fields:
+        try:
+            out[f] = _json_value(getattr(job, f))
+        except PayloadError as exc:
+            out.update(payload=None, payload_text=job._payload_text, payload_error=str(exc))
+    return out
+
+
+def payload_cell(job: Job) -> object:
+    """A table's payload cell: the payload, or the stored text after a
+    marker when it cannot be decoded."""
+    try:
+        return job.payload
+    except PayloadError:
+        return f"(cannot be decoded) {job._payload_text}"
 
 
 def stats(target: str, schema: str | None, as_json: bool) -> str:
@@ -89,7 +108,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
     if dead:
         headers = ["id", "attempts", "priority", "died at", "last error", "payload"]
         rows = [
-            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, j.payload]
+            [j.id, f"{j.attempts}/{j.max_attempts}", j.priority, j.died_at, j.last_error, payload_cell(j)]
             for j in found
         ]
     else:
@@ -107,11 +126,37 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
                 j.worker_id,
                 j.deadline,
                 j.last_error,
-                j.payload,
+                payload_cell(j),
             ]
             for j in found
         ]
     return render(headers, rows)
+
+
+def job(target: str, schema: str | None, job_id: int, as_json: bool) -> str:
+    """``store.get_job(job_id)``: the live or dead job, whatever its queue (one read
+    by id). None is a ``CliError`` with :data:`NO_RESULT`."""
+    with open_existing(target, schema) as store:
+        found = store.get_job(job_id)
+    if found is None:
+        raise CliError(
+            f"no job {job_id}: it was acked, cancelled or purged (see `alkstore result`), or never was",
+            NO_RESULT,
+        )
+    fields = job_dict(found)
+    if as_json:
+        return _dump(fields)
+    width = max(len(name) for name in fields)
+    try:
+        payload = compact_json(found.payload)
+    except PayloadError:
+        payload = f"(cannot be decoded) {found._payload_text}"
+    shown = {**fields, "payload": payload}
+    for stamp in ("enqueued_at", "run_at", "claimed_at", "deadline", "expires_at", "died_at"):
+        shown[stamp] = when(getattr(found, stamp))
+    return "\n".join(
+        f"{name.replace('_', ' '):<{width}}  {'-' if v is None else v}" for name, v in shown.items()
+    )
 
 
 def result(target: str, schema: str | None, job_id: int, as_json: bool) -> str:

@@ -1,5 +1,5 @@
 """The commands that change a queue (SPEC §18): ``pause``, ``resume``, ``cancel``,
-``requeue`` and ``purge``.
+``requeue``, ``purge`` and ``forget``.
 
 Each returns what to print and the exit status: 0, or 130 when Ctrl-C stopped
 it part-way (what was done by then stays done; see ``_paging``). Ids that are
@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from alkstore._cli._paging import StopRequest, chunks, progress, stop_on_ctrl_c, unique
+from alkstore._cli._tables import visible
 from alkstore._cli._target import open_existing, queue_view
 from alkstore._core import Queue
 
-__all__ = ["cancel", "pause", "purge", "requeue", "resume"]
+__all__ = ["cancel", "forget", "pause", "purge", "requeue", "resume"]
 
 #: Skipped ids listed in a line for a person; --json lists them all.
 SHOWN_IDS = 20
@@ -46,8 +47,10 @@ def _switch(
         # a typo that pauses a queue nobody uses: say which it may be.
         others = ", ".join(repr(n) for n in known if not n.startswith("__alkstore")) or "none yet"
         print(
-            f"warning: {queue!r} has never had a job in this store (its queues: {others}); "
-            "paused it anyway, for jobs enqueued later (--create says this is meant)",
+            visible(
+                f"warning: {queue!r} has never had a job in this store (its queues: {others}); "
+                "paused it anyway, for jobs enqueued later (--create says this is meant)"
+            ),
             file=sys.stderr,
         )
     if as_json:
@@ -307,3 +310,21 @@ def cancel(target: str, schema: str | None, queue: str, ids: list[int], as_json:
     if tally.skipped_ids:
         text += f"; skipped id(s) {_ids_text(tally.skipped_ids)} (not pending or processing in {queue!r})"
     return text + tally.interrupted_text("the other ids were not cancelled"), tally.status()
+
+
+# -- forget ----------------------------------------------------------------------
+
+
+def forget(target: str, schema: str | None, queue: str, as_json: bool) -> str:
+    """``store.forget_queue``: a queue that holds no job leaves ``stats``, ``/metrics``
+    and the dashboard. Refused (a ValueError, exit 1) while it holds one."""
+    with open_existing(target, schema) as store:
+        known = store.forget_queue(queue)
+    if as_json:
+        return _dump({"queue": queue, "forgotten": known})
+    if not known:
+        return f"{queue!r} is not known to this store: nothing to forget"
+    return (
+        f"forgot {queue!r}: it leaves `alkstore stats`, /metrics and the dashboard, with its pause, limits "
+        "and completion counts; a job enqueued to it later lists it again"
+    )

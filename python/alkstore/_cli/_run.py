@@ -89,7 +89,7 @@ def run_tasks(
     path = sqlite_path(url)
     if path is not None and not os.path.exists(path):
         raise CliError(f"no such file: {path} (a worker does not create the store: the application does)")
-    store = alkstore.open(url, **({} if schema is None else {"schema": schema}))
+    store = alkstore.open(url) if schema is None else alkstore.open(url, schema=schema)
     try:
         registry.bind(store)
         worker = registry.worker(concurrency or 4, queues)

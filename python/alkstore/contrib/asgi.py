@@ -17,7 +17,7 @@ process, on a thread, and ``schedules=True`` its schedules; shutdown stops
 them the way SIGTERM stops ``alkstore worker`` (no more claims, in-flight jobs
 get the Worker's grace, then are released) before the store closes. Nothing
 here imports a framework: the lifespan and the dependency are plain ASGI and
-Python; only :meth:`Alkstore.dashboard` needs Starlette.
+Python; only ``Alkstore.dashboard`` needs Starlette.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class Alkstore:
-    """One store for one ASGI application, opened by :meth:`lifespan`.
+    """One store for one ASGI application, opened by ``lifespan``.
 
     ``target`` and ``options`` are what ``alkstore.open`` takes. ``tasks``, a
     registry, is bound to the store at startup. ``worker``: False (default),
     True (run ``tasks``' jobs, ``concurrency`` at once, of ``queues`` or every
-    task's), or a function making a :class:`~alkstore.Worker` from the store.
+    task's), or a function making a ``alkstore.Worker`` from the store.
     ``schedules``: run the store's schedules (``store.run_schedules``) here
     too; False by default, as some other process usually runs them."""
 
@@ -100,7 +100,7 @@ class Alkstore:
 
     @asynccontextmanager
     async def _lifespan(self) -> AsyncIterator[dict[str, Any]]:
-        store = await asyncio.to_thread(alkstore.open, self._target, **self._options)
+        store = await asyncio.to_thread(lambda: alkstore.open(self._target, **self._options))
         self._store = store
         if self._tasks is not None:
             self._tasks.bind(store)

@@ -16,12 +16,17 @@ def signup(): send_welcome.enqueue("ada@example.com"); ...
 ``alkstore worker URL --tasks`` does. Config: ``ALKSTORE_URL`` (required),
 ``ALKSTORE_OPTIONS`` (more ``alkstore.open`` options: schema, pool_size, ...).
 The store opens when the extension is initialised (the application's start)
-and closes at interpreter exit, or at :meth:`Alkstore.close`.
+and closes at interpreter exit, or at ``Alkstore.close``. A store belongs
+to the process that opened it: in a worker forked from the process that made
+the application (gunicorn ``--preload``, uWSGI), the first request, or the
+first use of ``Alkstore.store``, opens that worker's own store and binds
+the registry to it (``contrib._process``).
 """
 
 from __future__ import annotations
 
 import atexit
+from functools import partial
 from typing import Any
 
 import click
@@ -33,6 +38,7 @@ from alkstore._cli._run import _load
 from alkstore._cli._target import CliError
 from alkstore._core import Store
 from alkstore._tasks import Tasks
+from alkstore.contrib._process import ProcessStores
 from alkstore.contrib._worker import run_registry
 
 __all__ = ["Alkstore"]
@@ -41,9 +47,24 @@ EXTENSION = "alkstore"
 
 
 class _State:
-    def __init__(self, store: Store, tasks: Tasks | None) -> None:
-        self.store = store
+    """The extension's store, opened once in each process that uses it."""
+
+    def __init__(self, url: str, options: dict[str, Any], tasks: Tasks | None) -> None:
+        self._open = partial(alkstore.open, url, **options)
+        self._stores = ProcessStores()
         self.tasks = tasks
+
+    @property
+    def store(self) -> Store:
+        """This process's store (opened now in a process forked since the last use)."""
+        store, opened = self._stores.get(None, self._open)
+        if opened and self.tasks is not None:
+            self.tasks.bind(store)
+        return store
+
+    def close(self) -> None:
+        """Closes this process's store; a parent's, inherited by a fork, is not ours."""
+        self._stores.close()
 
 
 class Alkstore:
@@ -57,18 +78,24 @@ class Alkstore:
             self.init_app(app, tasks=tasks)
 
     def init_app(self, app: Flask, *, tasks: Tasks | None = None) -> None:
+        """Opens the store of ``app.config["ALKSTORE_URL"]`` (with
+        ``ALKSTORE_OPTIONS``) now, so a wrong URL fails at startup, binds
+        ``tasks`` to it, and adds the ``flask alkstore`` commands. A process
+        forked later opens its own store at its first request."""
         url = app.config.get("ALKSTORE_URL")
         if not url:
             raise RuntimeError(
                 "set app.config['ALKSTORE_URL'] to the store's path or URL before Alkstore(app)"
             )
         options: dict[str, Any] = dict(app.config.get("ALKSTORE_OPTIONS") or {})
-        store = alkstore.open(url, **options)
-        atexit.register(store.close)
         registry = tasks if tasks is not None else self._tasks
-        if registry is not None:
-            registry.bind(store)
-        app.extensions[EXTENSION] = _State(store, registry)
+        state = _State(url, options, registry)
+        _ = state.store  # opened now, so a wrong URL fails at the start (and binds the registry)
+        atexit.register(state.close)
+        app.extensions[EXTENSION] = state
+        # Each request makes sure its process has its own store before the view
+        # runs, so a task's enqueue in a forked worker reaches that worker's.
+        app.before_request(partial(_own_store, state))
         app.cli.add_command(_commands)
         self._app = app
 
@@ -87,8 +114,13 @@ class Alkstore:
         return self._state().store
 
     def close(self) -> None:
-        """Closes the application's store (at exit otherwise)."""
-        self._state().store.close()
+        """Closes the application's store in this process (at exit otherwise)."""
+        self._state().close()
+
+
+def _own_store(state: _State) -> None:
+    """``before_request``: this process's store is open and the registry bound to it."""
+    _ = state.store
 
 
 def _app_state() -> _State:

@@ -27,7 +27,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from alkstore import AlkstoreError, Queue, QueueLimits, Store
+from alkstore import AlkstoreError, Job, PayloadError, Queue, QueueLimits, Store
 from alkstore._cli._limits import describe
 from alkstore._cli._target import queue_view
 from alkstore.dashboard.chart import MINUTES, chart
@@ -72,6 +72,7 @@ def create_app(
     tokens = CsrfTokens()
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True))
     env.filters["pretty"] = pretty
+    env.globals["shown_payload"] = shown_payload
     env.filters["limits_text"] = limits_text
 
     def page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -92,9 +93,11 @@ def create_app(
 
     def overview(request: Request) -> Response:
         done = chart(store.completions(MINUTES))
-        # A queue that is caught up (nothing stored) still shows while it completed jobs this hour.
-        names = sorted(set(store.queues()) | done.per_queue.keys())
-        queues = [(name, queue_view(store, name).stats()) for name in names]
+        # store.queues() lists every queue that has had a job, caught up or
+        # not, until it is forgotten: a forgotten queue's last completion
+        # counts (another process writes its last few seconds' late) add to
+        # the chart, and list no queue.
+        queues = [(name, queue_view(store, name).stats()) for name in store.queues()]
         return page(request, "overview.html", queues=queues, chart=done)
 
     def queue_page(request: Request) -> Response:
@@ -113,9 +116,10 @@ def create_app(
     def job_page(request: Request) -> Response:
         job_id = _int(request.query_params.get("id")) or 0
         name = request.query_params.get("queue")
-        # A workflow's links name only the id: its queue is found here, on a click.
-        q = queue_view(store, name) if name is not None else _queue_of(store, job_id)
-        job = None if q is None else q.get_job(job_id)
+        # A workflow's links name only the id: the store reads it by id (one
+        # read by primary key per table), and the job says its queue.
+        job = queue_view(store, name).get_job(job_id) if name is not None else store.get_job(job_id)
+        q = None if job is None else queue_view(store, job.queue)
         parents, children = store.job_edges(job_id)
         links: dict[str, Any] = {
             "parents": parents[:MAX_EDGES_SHOWN],
@@ -125,9 +129,13 @@ def create_app(
         }
         if job is None or q is None:
             # Acked, or cancelled: its kept result (SPEC §25) is all there is to show.
-            result = store.result(job_id)
-            if result is not None:
-                return page(request, "result.html", job_id=job_id, result=result, **links)
+            try:
+                result, unreadable = store.result(job_id), None
+            except PayloadError as exc:  # a result row written around the checks
+                result, unreadable = None, str(exc)
+            if result is not None or unreadable is not None:
+                found: dict[str, Any] = {"result": result, "unreadable": unreadable}
+                return page(request, "result.html", job_id=job_id, **found, **links)
             where = f" of {name}" if name is not None else ""
             what = f"job {request.query_params.get('id')!s}{where}"
             return page(request, "missing.html", status_code=404, what=what)
@@ -152,6 +160,8 @@ def create_app(
         result = await run_in_threadpool(_apply, store, name, what, ids, everything)
         if isinstance(result, Response):
             return result
+        if what == "forget":  # the queue's page is gone with it
+            return RedirectResponse(f"{_root(request)}/", status_code=303)
         target = f"{_root(request)}/queue?name={_quote(name)}" + (
             "&state=dead" if what in {"requeue", "purge"} else ""
         )
@@ -197,7 +207,10 @@ async def _bad_request(_: Request, exc: Exception) -> Response:
 def _apply(store: Store, name: str, what: str, ids: list[int], everything: bool) -> Response | None:
     """One action on queue ``name``; a 400 response for an unknown one."""
     q: Queue = queue_view(store, name)
-    if what == "pause":
+    if what == "forget":
+        # Refused with a ValueError (400, its text) while the queue holds a job.
+        store.forget_queue(name)
+    elif what == "pause":
         q.pause()
     elif what == "resume":
         q.resume()
@@ -229,20 +242,24 @@ def limits_text(limits: QueueLimits) -> str:
 
 def pretty(payload: object) -> str:
     """The payload as indented JSON, cut past :data:`MAX_PAYLOAD_SHOWN` characters."""
-    text = json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False)
+    return _cut(json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def _cut(text: str) -> str:
+    """``text``, cut past :data:`MAX_PAYLOAD_SHOWN` characters with a note."""
     if len(text) > MAX_PAYLOAD_SHOWN:
         return text[:MAX_PAYLOAD_SHOWN] + f"\n… ({len(text) - MAX_PAYLOAD_SHOWN} more characters not shown)"
     return text
 
 
-def _queue_of(store: Store, job_id: int) -> Queue | None:
-    """The queue holding job ``job_id``, looked up in each queue in turn (a
-    read by primary key each), or None when no queue holds it."""
-    for name in store.queues():
-        q = queue_view(store, name)
-        if q.get_job(job_id) is not None:
-            return q
-    return None
+def shown_payload(job: Job) -> tuple[str, str | None]:
+    """The job's payload as :func:`pretty` shows it, and None; or, when the
+    stored text cannot be decoded (written around the enqueue checks), that
+    text as stored, cut like a payload, and why it cannot be decoded."""
+    try:
+        return pretty(job.payload), None
+    except PayloadError as exc:
+        return _cut(job._payload_text), str(exc)
 
 
 def _root(request: Request) -> str:

@@ -1,6 +1,7 @@
 """The dashboard's ASGI layers (ADR 0025), outermost first:
 
-1. :class:`Hardened` adds the response headers to every response, errors included.
+1. :class:`Hardened` adds the response headers to every response, errors included,
+   and ``Cache-Control: no-store`` to every one but the package's static files.
 2. :class:`HostCheck` refuses (421) a Host that is not allowed, before anything else runs.
 3. :class:`Guard` checks HTTP Basic auth, then that a change comes from the dashboard's
    own origin (403).
@@ -20,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from alkstore.dashboard.hosts import HostAllowList
 from alkstore.dashboard.security import basic_auth_ok, same_origin
 
-__all__ = ["MAX_BODY", "BodyLimit", "Guard", "Hardened", "HostCheck"]
+__all__ = ["MAX_BODY", "NO_STORE", "BodyLimit", "Guard", "Hardened", "HostCheck"]
 
 #: The largest request body accepted: the biggest form (1,000 ids) is under 20 KiB.
 MAX_BODY = 64 * 1024
@@ -39,6 +40,11 @@ HEADERS = {
     # Not no-referrer: the Origin check falls back to Referer, which same-origin keeps.
     "referrer-policy": "same-origin",
 }
+#: Pages, /metrics and error texts show payloads, errors and names: no browser
+#: cache or proxy may keep them (behind --auth, the next user of the browser
+#: would read them without the password). Only the package's own stylesheet
+#: and script, under /static/, hold nothing of the store and may be cached.
+NO_STORE = "no-store"
 
 
 def _route_path(scope: Scope) -> str:
@@ -53,7 +59,8 @@ def _healthz(scope: Scope) -> bool:
 
 
 class Hardened:
-    """Sets :data:`HEADERS` on every response the wrapped app sends."""
+    """Sets :data:`HEADERS` on every response the wrapped app sends, and
+    :data:`NO_STORE` on every one but the static files'."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -63,11 +70,15 @@ class Hardened:
             await self.app(scope, receive, send)
             return
 
+        stored = not _route_path(scope).startswith("/static/")
+
         async def send_hardened(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for name, value in HEADERS.items():
                     headers[name] = value
+                if stored:
+                    headers["cache-control"] = NO_STORE
             await send(message)
 
         await self.app(scope, receive, send_hardened)

@@ -41,7 +41,7 @@ use std::any::Any;
 use crate::engine::completions::CompletionOps;
 use crate::engine::locks::LockOps;
 use crate::engine::queue::{
-    CancelOps, ClaimOps, EnqueueOps, HandleOps, LimitOps, PauseOps, ReadOps, RedriveOps, SweepOps,
+    CancelOps, ClaimOps, EnqueueOps, ForgetOps, HandleOps, LimitOps, PauseOps, ReadOps, RedriveOps, SweepOps,
 };
 use crate::engine::schedules::ScheduleOps;
 use crate::engine::sql::{SqlRow, SqlValue};
@@ -80,6 +80,7 @@ pub trait Engine:
     + PauseOps
     + LimitOps
     + RedriveOps
+    + ForgetOps
     + LockOps
     + ScheduleOps
     + StreamOps

@@ -314,6 +314,28 @@ pub struct Job {
     pub group: Option<String>,
 }
 
+/// What `forget_queue` did (SPEC §18): forgot the queue, or found it
+/// still holding what a caller may read, and changed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forget {
+    /// Every row keyed by the queue is gone. `known`: there was one to
+    /// delete (the queue was listed, paused, limited or counted).
+    Forgotten {
+        /// Whether anything was deleted.
+        known: bool,
+    },
+    /// Refused, nothing changed: which of these the queue still holds.
+    Holds {
+        /// A pending, processing or waiting job.
+        live: bool,
+        /// A dead job.
+        dead: bool,
+        /// A result kept with `keep_result` that has not expired yet, or
+        /// that a child still names.
+        results: bool,
+    },
+}
+
 /// Counts for `q.stats()` (SPEC §4.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct QueueStats {

@@ -4,7 +4,7 @@
 //! operation touches the trait here and one file per engine — no routing
 //! table in between.
 
-use crate::engine::model::{Claimed, Job, NewJob, QueueOpts, QueueStats, Swept};
+use crate::engine::model::{Claimed, Forget, Job, NewJob, QueueOpts, QueueStats, Swept};
 use crate::engine::sql::SqlValue;
 use crate::engine::Tx;
 use crate::error::Result;
@@ -144,6 +144,11 @@ pub trait ReadOps {
     /// A live or dead row of `queue`.
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>>;
 
+    /// The live or dead row `id`, whatever its queue: a primary-key probe of
+    /// the live table, then of the dead one, read at one instant (a row
+    /// moving to dead is seen in exactly one of them).
+    fn job_by_id(&self, id: i64) -> Result<Option<Job>>;
+
     /// Dead rows of `queue`, newest id first, ids below `before_id` when given.
     fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>>;
 
@@ -225,6 +230,23 @@ pub trait RedriveOps {
     fn requeue_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<Vec<i64>>;
     /// Deletes the picked dead rows in one statement; returns how many.
     fn purge_dead(&self, tx: Option<&mut dyn Tx>, queue: &str, pick: &DeadPick<'_>) -> Result<i64>;
+}
+
+/// Forgetting a queue (SPEC §18, issue 44): `ops/forget.rs` in each engine.
+/// A queue stays listed (`queue_names`, so `/metrics` and the dashboard)
+/// once it has had a job; this is the operator's way to drop one that is
+/// done with.
+pub trait ForgetOps {
+    /// In one transaction: when `queue` holds no live, waiting or dead row
+    /// and no result whose `keep_result` still runs (or that a child still
+    /// names), deletes every row keyed by the queue — its listing, pause,
+    /// limits, rate log, completion counts and its expired results — and
+    /// says whether there was any; otherwise changes nothing and says what
+    /// it holds. Atomic with every enqueue: an enqueue that commits first is
+    /// seen (and refuses the forget); one that commits after finds the queue
+    /// gone and lists it again. Nothing else keyed by a queue name is
+    /// touched: schedules that target it stay and enqueue at their next fire.
+    fn forget_queue(&self, queue: &str) -> Result<Forget>;
 }
 
 /// Expiry and retention (SPEC §4.4, §4.6); `ops/sweep.rs` in each engine.

@@ -5,3 +5,5 @@
 pub mod options;
 pub mod redact;
 pub mod target;
+pub(crate) mod url;
+pub mod url_options;

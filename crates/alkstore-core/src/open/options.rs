@@ -55,6 +55,20 @@ impl OptValue {
     }
 }
 
+/// The type an option's value has, so that a value written as text (in a
+/// URL's query string, [`crate::open::url_options`]) can be read as it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptKind {
+    /// `true` / `false` (also `1` / `0`, `yes` / `no`, `on` / `off`).
+    Bool,
+    /// A whole number.
+    Int,
+    /// A number.
+    Float,
+    /// Text, as it is.
+    Str,
+}
+
 /// One engine's own open options, parsed by its crate.
 pub trait EngineOptions: Default {
     /// The engine as messages name it (`"SQLite"`, `"Postgres"`).
@@ -66,6 +80,11 @@ pub trait EngineOptions: Default {
     /// Sets one of [`EngineOptions::KEYS`]: a value of the wrong type is a
     /// TypeError ([`wrong_type`]), one out of range a ValueError ([`int_in`]).
     fn set(&mut self, key: &str, value: &OptValue) -> Result<()>;
+    /// The type of the value of `key` (one of [`EngineOptions::KEYS`]), for
+    /// a value given as text in a URL; text unless the engine says otherwise.
+    fn kind(_key: &str) -> OptKind {
+        OptKind::Str
+    }
 }
 
 /// Every engine's (name, keys), in the order messages list them; the
@@ -73,7 +92,16 @@ pub trait EngineOptions: Default {
 pub type EngineKeys<'a> = &'a [(&'static str, &'static [&'static str])];
 
 /// The shared keys, listed after the engines'.
-const COMMON: &[&str] = &["poll_interval_s", "max_payload_bytes"];
+pub(crate) const COMMON: &[&str] = &["poll_interval_s", "max_payload_bytes"];
+
+/// The type of a shared key's value (one of [`COMMON`]).
+pub(crate) fn common_kind(key: &str) -> OptKind {
+    if key == "poll_interval_s" {
+        OptKind::Float
+    } else {
+        OptKind::Int
+    }
+}
 /// Accepted on every engine but not offered in messages: not part of the API.
 const PRIVATE: &[&str] = &["_must_exist"];
 

@@ -1,18 +1,23 @@
 //! Passwords out of everything alkstore shows (SPEC §12: "a message never
 //! leaks a password from a URL").
 //!
-//! A connection URL carries a secret in two places: the userinfo
-//! (`postgresql://user:pw@host/db`) and the query string (`?password=pw`,
+//! A connection URL carries a secret in three places: the credentials
+//! (`postgresql://user:pw@host/db`), the query string (`?password=pw`,
 //! `?sslpassword=pw`; libpq's keys, matched here case-insensitively so an
 //! odd spelling that a driver refuses — and quotes in its error — is masked
-//! too). [`secret_spans`] is the one place that knows where they are:
-//! [`redact_url`] masks them for a URL shown in a message or a `repr`, and
-//! [`Redactor`] removes their text (raw and percent-decoded) from any
-//! message a driver or the server produces.
+//! too), and the password of a `listen_url` given in the query string.
+//! Where each lies is read as the driver reads it ([`crate::open::url`]):
+//! `postgresql://u:pw#x@h/db` has the password `pw#x`, though a generic URL
+//! reader would end the host part at the `#`. [`redact_url`] masks those
+//! fields for a URL shown in a message or a `repr`; [`Redactor`] puts the
+//! masked URL in place of the URL wherever a message quotes it, and touches
+//! nothing else: replacing the password's *text* anywhere in a message
+//! would spell a short password out around the masks.
 
 use std::ops::Range;
 
 use crate::error::Error;
+use crate::open::url::{percent_decode, UrlParts};
 
 /// What a secret is replaced with.
 const MASK: &str = "***";
@@ -20,57 +25,68 @@ const MASK: &str = "***";
 /// Query-string keys whose value is a secret (lowercase).
 const SECRET_KEYS: &[&str] = &["password", "sslpassword"];
 
-/// The byte ranges of `url`'s secrets, in order: the userinfo password, then
-/// the value of each secret query parameter. Empty when `url` has no `://`.
-fn secret_spans(url: &str) -> Vec<Range<usize>> {
-    let mut spans = Vec::new();
-    let Some(scheme_end) = url.find("://") else { return spans };
-    let start = scheme_end + 3;
-    let after = &url[start..];
-    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let authority = &after[..authority_end];
-    if let Some(at) = authority.rfind('@') {
-        if let Some(colon) = authority[..at].find(':') {
-            spans.push(start + colon + 1..start + at);
-        }
+/// The query-string key whose value is a URL of its own (alkstore's option).
+const NESTED_URL_KEY: &str = "listen_url";
+
+/// The edits that mask `url`'s secrets: byte ranges and what replaces each,
+/// in order, not overlapping.
+fn edits(url: &str) -> Vec<(Range<usize>, String)> {
+    let Some(parts) = UrlParts::parse(url) else { return Vec::new() };
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    if let Some(password) = parts.masked_password(url) {
+        edits.push((password, MASK.to_owned()));
     }
-    let Some(q) = after.find('?') else { return spans };
-    let query_start = start + q + 1;
-    let query_end = url[query_start..].find('#').map_or(url.len(), |i| query_start + i);
-    let mut pos = query_start;
-    for pair in url[query_start..query_end].split('&') {
-        if let Some(eq) = pair.find('=') {
-            let key = percent_decode(&pair[..eq]).to_ascii_lowercase();
-            if SECRET_KEYS.contains(&key.as_str()) {
-                spans.push(pos + eq + 1..pos + pair.len());
+    for pair in parts.all_pairs(url) {
+        let Some(value) = pair.value else { continue };
+        let key = pair.key.to_ascii_lowercase();
+        if SECRET_KEYS.contains(&key.as_str()) {
+            edits.push((value, MASK.to_owned()));
+        } else if key == NESTED_URL_KEY {
+            let inner = percent_decode(&url[value.clone()]);
+            let shown = redact_url(&inner);
+            if shown != inner {
+                // Escaped so the outer query string still splits as it did.
+                edits.push((value, shown.replace('%', "%25").replace('&', "%26")));
             }
         }
-        pos += pair.len() + 1;
     }
-    spans
+    edits.sort_by_key(|(range, _)| (range.start, std::cmp::Reverse(range.end)));
+    // An edit inside an earlier one (a query string read within the
+    // masked credentials) is covered by it.
+    let mut kept: Vec<(Range<usize>, String)> = Vec::with_capacity(edits.len());
+    for (range, text) in edits {
+        match kept.last_mut() {
+            Some((last, _)) if range.start < last.end => last.end = last.end.max(range.end),
+            _ => kept.push((range, text)),
+        }
+    }
+    kept
 }
 
-/// `url` with every password masked as `***`: the userinfo's and those of
-/// the `password` / `sslpassword` query parameters (any case). A text that is
-/// not a URL comes back unchanged.
+/// `url` with every password masked as `***`: the credentials' (as the
+/// driver reads them), those of the `password` / `sslpassword` query
+/// parameters (any case), and that of a `listen_url` query parameter. A
+/// text that is not a URL comes back unchanged.
 pub fn redact_url(url: &str) -> String {
     let mut out = String::with_capacity(url.len());
     let mut last = 0;
-    for span in secret_spans(url) {
-        out.push_str(&url[last..span.start]);
-        out.push_str(MASK);
-        last = span.end;
+    for (range, text) in edits(url) {
+        out.push_str(&url[last..range.start]);
+        out.push_str(&text);
+        last = range.end;
     }
     out.push_str(&url[last..]);
     out
 }
 
-/// Removes a URL's passwords from any text: a driver's or the server's
-/// message may quote the input, in its raw or its percent-decoded form.
+/// Keeps a URL's passwords out of any message: wherever a driver's or the
+/// server's message quotes the URL, the masked URL stands in its place.
 #[derive(Clone, Default)]
 pub struct Redactor {
-    /// Longest first, so a secret containing another is removed whole.
-    secrets: Vec<String>,
+    /// The URL as given, when it has a secret to mask.
+    url: Option<String>,
+    /// The same, masked.
+    shown: String,
 }
 
 impl std::fmt::Debug for Redactor {
@@ -80,35 +96,23 @@ impl std::fmt::Debug for Redactor {
 }
 
 impl Redactor {
-    /// A redactor for every password [`redact_url`] masks in `url`.
+    /// A redactor for the URL `url`.
     pub fn for_url(url: &str) -> Self {
-        let mut secrets = Vec::new();
-        for span in secret_spans(url) {
-            let raw = &url[span];
-            for s in [raw.to_owned(), percent_decode(raw)] {
-                if !s.is_empty() && !secrets.contains(&s) {
-                    secrets.push(s);
-                }
-            }
-        }
-        secrets.sort_by_key(|s: &String| std::cmp::Reverse(s.len()));
-        Redactor { secrets }
+        let shown = redact_url(url);
+        Redactor { url: (shown != url).then(|| url.to_owned()), shown }
     }
 
-    /// `text` with every occurrence of a password replaced by `***`.
+    /// `text` with every quotation of the URL replaced by its masked form.
     pub fn scrub_text(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), MASK);
-            }
+        match &self.url {
+            Some(url) if text.contains(url.as_str()) => text.replace(url.as_str(), &self.shown),
+            _ => text.to_owned(),
         }
-        out
     }
 
     /// `e` with its message scrubbed.
     pub fn scrub(&self, e: Error) -> Error {
-        if self.secrets.is_empty() {
+        if self.url.is_none() {
             return e;
         }
         match e {
@@ -122,67 +126,92 @@ impl Redactor {
     }
 }
 
-/// `%XX` escapes decoded; anything else (a lone `%`, invalid UTF-8) kept as is.
-fn percent_decode(s: &str) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).map(|d| d as u8)
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push(h * 16 + l);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn masks_the_userinfo_password() {
-        assert_eq!(redact_url("postgresql://bob:s3cret@h:5432/db"), "postgresql://bob:***@h:5432/db");
-        assert_eq!(redact_url("postgresql://bob@h/db"), "postgresql://bob@h/db");
-        assert_eq!(redact_url("postgresql://h/db"), "postgresql://h/db");
-        assert_eq!(redact_url("app.db"), "app.db");
+    fn masks_the_password_the_driver_reads() {
+        for (url, shown) in [
+            ("postgresql://bob:s3cret@h:5432/db", "postgresql://bob:***@h:5432/db"),
+            ("postgresql://u:pw#x@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p/w@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p?w@host/db?sslmode=disable", "postgresql://u:***@host/db?sslmode=disable"),
+            ("postgresql://u:#/?@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p%40ss%2F@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p@ss@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p@s/s@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:p@ss?w@host/db", "postgresql://u:***@host/db"),
+            // The driver's reading, odd as it is: the first `@` ends the credentials.
+            ("postgresql://h:5432/db?application_name=a@b", "postgresql://h:***@b"),
+            ("postgresql://u:a:b@host/db", "postgresql://u:***@host/db"),
+            ("postgresql://u:s3cret@h1:5432,h2:5433/db", "postgresql://u:***@h1:5432,h2:5433/db"),
+            ("postgresql://u:s3cret@[::1]:5432/db", "postgresql://u:***@[::1]:5432/db"),
+            ("postgresql://u:s3cret@[2001:db8::1],[::1]:5433/db", "postgresql://u:***@[2001:db8::1],[::1]:5433/db"),
+            ("postgres://u:%E2%98%83@h", "postgres://u:***@h"),
+            ("postgresql://u:@h/db", "postgresql://u:***@h/db"),
+            ("postgresql://bob@h/db", "postgresql://bob@h/db"),
+            ("postgresql://h/db", "postgresql://h/db"),
+            ("mysql://bob:s3cret@h/db", "mysql://bob:***@h/db"),
+            ("app.db", "app.db"),
+            ("", ""),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
     }
 
     #[test]
-    fn masks_secret_query_parameters_in_any_case() {
-        assert_eq!(redact_url("postgresql://u@h/db?password=s3cret"), "postgresql://u@h/db?password=***");
+    fn masks_secret_query_parameters_to_the_next_ampersand() {
+        for (url, shown) in [
+            ("postgresql://u@h/db?password=s3cret", "postgresql://u@h/db?password=***"),
+            ("postgresql://u@h/db?password=pw#x", "postgresql://u@h/db?password=***"),
+            ("postgresql://u@h/db?password=a=b&x=1", "postgresql://u@h/db?password=***&x=1"),
+            ("postgresql://u@h/db?sslmode&password=x", "postgresql://u@h/db?sslmode&password=***"),
+            (
+                "postgres://u@h/db?connect_timeout=2&PassWord=a&sslpassword=b&SSLPASSWORD=c#frag",
+                "postgres://u@h/db?connect_timeout=2&PassWord=***&sslpassword=***&SSLPASSWORD=***",
+            ),
+            ("postgres://u:x@h?%70assword=s3cret", "postgres://u:***@h?%70assword=***"),
+            ("postgresql://u:p?password=x@h/db", "postgresql://u:***@h/db"),
+            // libpq reads a query string here, the driver a user name: masked either way.
+            ("postgresql://h/db?password=x@y", "postgresql://h/db?password=***"),
+            // Keys that merely contain the word, and a password-looking host, are not secrets.
+            ("postgres://h/db?passwordless=1&user=p", "postgres://h/db?passwordless=1&user=p"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn masks_the_password_of_a_listen_url_in_the_query() {
+        for (url, shown) in [
+            (
+                "postgresql://u@p/db?listen_url=postgresql://u:s3cret@d/db&statements=unnamed",
+                "postgresql://u@p/db?listen_url=postgresql://u:***@d/db&statements=unnamed",
+            ),
+            (
+                "postgresql://u@p/db?listen_url=postgresql%3A%2F%2Fu%3As%2533cret%40d%2Fdb%3Fx%3D1%26y%3D2",
+                "postgresql://u@p/db?listen_url=postgresql://u:***@d/db?x=1%26y=2",
+            ),
+            ("postgresql://u@p/db?listen_url=postgresql://d/db", "postgresql://u@p/db?listen_url=postgresql://d/db"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_redactor_replaces_the_url_and_nothing_else() {
+        // A one-letter password: masking every `t` would spell it out around the masks.
+        let url = "postgresql://u:t@h:1/db";
+        let r = Redactor::for_url(url);
         assert_eq!(
-            redact_url("postgres://u@h/db?connect_timeout=2&PassWord=a&sslpassword=b&SSLPASSWORD=c#frag"),
-            "postgres://u@h/db?connect_timeout=2&PassWord=***&sslpassword=***&SSLPASSWORD=***#frag"
+            r.scrub_text(&format!("could not connect to {url}: timeout; {url}")),
+            "could not connect to postgresql://u:***@h:1/db: timeout; postgresql://u:***@h:1/db"
         );
-        assert_eq!(redact_url("postgres://u:x@h?%70assword=s3cret"), "postgres://u:***@h?%70assword=***");
-        // Keys that merely contain the word, and a password-looking host, are not secrets.
-        assert_eq!(redact_url("postgres://h/db?passwordless=1&user=p"), "postgres://h/db?passwordless=1&user=p");
-    }
-
-    #[test]
-    fn the_redactor_scrubs_raw_and_decoded_forms() {
-        let r = Redactor::for_url("postgresql://bob:s%40cret@h:5432/db?sslpassword=k%33y&password=pw");
-        assert_eq!(r.scrub_text("a s@cret, s%40cret, k3y, k%33y and pw"), "a ***, ***, ***, *** and ***");
-        let e = r.scrub(Error::database(None, "bad password pw"));
-        assert_eq!(e, Error::database(None, "bad password ***"));
+        assert_eq!(r.scrub_text("the text t stays"), "the text t stays");
+        let e = r.scrub(Error::database(None, format!("bad {url}")));
+        assert_eq!(e, Error::database(None, "bad postgresql://u:***@h:1/db"));
         let r = Redactor::for_url("postgresql://bob@h/db");
         assert_eq!(r.scrub_text("nothing to hide"), "nothing to hide");
-    }
-
-    #[test]
-    fn percent_decoding_keeps_what_is_not_an_escape() {
-        assert_eq!(percent_decode("a%40b"), "a@b");
-        assert_eq!(percent_decode("100%"), "100%");
-        assert_eq!(percent_decode("%4"), "%4");
-        assert_eq!(percent_decode("%zz"), "%zz");
     }
 }

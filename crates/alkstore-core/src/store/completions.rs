@@ -87,6 +87,12 @@ impl Tally {
         counts
     }
 
+    /// Drops the counts of `queue` not written yet: the queue was forgotten,
+    /// and its counts go with it (`Store::forget_queue`).
+    pub(crate) fn forget(&self, queue: &str) {
+        self.lock().pending.remove(queue);
+    }
+
     /// Puts back counts whose write failed, to try again with the next ones.
     fn restore(&self, counts: Vec<(String, u64)>) {
         let mut st = self.lock();

@@ -161,22 +161,23 @@ impl Store {
         }
     }
 
-    /// Refuses JSON text over `max_payload_bytes` (SPEC §4.1), before any write.
+    /// Refuses a payload's JSON text outside the limits (SPEC §4.1), before any write.
     pub(crate) fn check_payload(&self, payload: &str) -> Result<()> {
-        self.check_json_size("payload", payload)
+        self.check_json("payload", payload)
     }
 
-    /// Refuses `what`'s JSON text (a payload, an ack's result) over
-    /// `max_payload_bytes`, naming it.
-    pub(crate) fn check_json_size(&self, what: &str, text: &str) -> Result<()> {
+    /// Refuses `what`'s JSON text (a payload, an ack's result, an event's
+    /// payload) over `max_payload_bytes`, or past what a reader decodes
+    /// ([`crate::rules::payload`]), naming it and the limit.
+    pub(crate) fn check_json(&self, what: &str, text: &str) -> Result<()> {
         if text.len() > self.options.max_payload_bytes {
-            return Err(Error::Value(format!(
+            return Err(Error::Payload(format!(
                 "{what} is {} bytes of JSON, over max_payload_bytes={}",
                 text.len(),
                 self.options.max_payload_bytes
             )));
         }
-        Ok(())
+        crate::rules::payload::check(text).map_err(|r| Error::Payload(format!("{what} {r}")))
     }
 
     /// `store._advance_clock` (tests only). One shift is bounded like any

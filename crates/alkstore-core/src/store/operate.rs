@@ -1,13 +1,17 @@
-//! Operating a queue (SPEC §18, §24): pause and resume, limits, and the dead
-//! letters' redrive and purge. The Store checks the arguments; the engines do each
-//! in one transaction (`ops/pause.rs`, `ops/redrive.rs`). Queue names come
-//! from a `Queue` handle, checked when it was made (outbox queues included).
+//! Operating a queue (SPEC §18, §24): pause and resume, limits, the dead
+//! letters' redrive and purge, and forgetting a queue. The Store checks the
+//! arguments; the engines do each in one transaction (`ops/pause.rs`,
+//! `ops/redrive.rs`, `ops/forget.rs`). Queue names come from a `Queue`
+//! handle, checked when it was made (outbox queues included), except
+//! `forget_queue`'s, which names a queue as `store.queues()` lists it.
 
+use crate::engine::model::Forget;
 use crate::engine::queue::DeadPick;
 use crate::error::{Error, Result};
 use crate::rules::batch::{batch_size, MAX_BATCH};
 use crate::rules::duration::check_seconds;
 use crate::rules::limits::{LimitChange, QueueLimits};
+use crate::rules::names::{outbox_of, validate_name};
 use crate::store::{Store, TxSession};
 
 impl Store {
@@ -72,6 +76,45 @@ impl Store {
     }
 }
 
+impl Store {
+    /// `store.forget_queue(name)`: drops every row keyed by a queue that
+    /// holds nothing a caller may still read, so it leaves `store.queues()`,
+    /// `/metrics` and the dashboard (see [`crate::ForgetOps`]). True when
+    /// the store knew the queue; a ValueError naming what it still holds
+    /// otherwise, with nothing changed. `queue` is a name as
+    /// `store.queues()` lists it: a queue's, or an outbox's backing queue.
+    pub fn forget_queue(&self, queue: &str) -> Result<bool> {
+        match outbox_of(queue) {
+            Some(outbox) => validate_name("outbox", outbox)?,
+            None => validate_name("queue", queue)?,
+        }
+        self.enter(None)?;
+        match self.engine().forget_queue(queue)? {
+            Forget::Forgotten { known } => {
+                // This process's acks of the queue not written yet would list
+                // it again in `completions()`; another process's last few
+                // seconds of counts may still land (they list no queue).
+                self.done.forget(queue);
+                Ok(known)
+            }
+            Forget::Holds { live, dead, results } => Err(still_holds(queue, live, dead, results)),
+        }
+    }
+}
+
+/// The refusal of a forget: what `queue` holds, and what to do about it.
+fn still_holds(queue: &str, live: bool, dead: bool, results: bool) -> Error {
+    let held: Vec<&str> = [
+        (live, "live jobs (pending, processing or waiting): cancel them or let them finish"),
+        (dead, "dead jobs: purge them"),
+        (results, "kept results: they go once their keep_result has passed"),
+    ]
+    .into_iter()
+    .filter_map(|(holds, what)| holds.then_some(what))
+    .collect();
+    Error::Value(format!("cannot forget queue {queue:?}: it still holds {}; nothing was changed", held.join("; ")))
+}
+
 /// The selection, checked: `limit` in `1..=1000`, at most 1000 ids, a
 /// bounded age.
 fn pick(ids: Option<&[i64]>, older_than_s: Option<i64>, limit: usize) -> Result<DeadPick<'_>> {
@@ -90,6 +133,13 @@ fn pick(ids: Option<&[i64]>, older_than_s: Option<i64>, limit: usize) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_forget_says_what_the_queue_holds() {
+        let e = still_holds("q\u{1b}", true, false, true).to_string();
+        assert!(e.starts_with("cannot forget queue \"q\\u{1b}\": it still holds live jobs"), "{e}");
+        assert!(e.contains("; kept results") && !e.contains("dead jobs") && e.ends_with("nothing was changed"), "{e}");
+    }
 
     #[test]
     fn a_pick_is_bounded() {

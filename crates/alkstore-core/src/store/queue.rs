@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::rules::batch::batch_size;
 use crate::rules::claim_order::sort_claimed;
 use crate::rules::duration::{check_instant, check_seconds, check_wait, span};
+use crate::rules::error_text::{cap_error, check_error_text};
 use crate::rules::names::validate_name;
 use crate::rules::retry::{retry_to, RetryTo};
 use crate::rules::unique::{check_unique_key, Distinct};
@@ -147,22 +148,22 @@ impl Store {
         }
     }
 
-    /// `job.retry`.
+    /// `job.retry`. A retry past the budget stores `error` as `job.fail` does.
     pub fn retry(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str, delay_s: Option<i64>) -> Result<bool> {
         check_error_text(error)?;
         if let Some(d) = delay_s {
             check_seconds("delay", d)?;
         }
         match retry_to(job, delay_s) {
-            RetryTo::Dead => self.in_tx(tx, |t| self.engine.fail(t, job, error)),
-            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s, error)),
+            RetryTo::Dead => self.in_tx(tx, |t| self.engine.fail(t, job, &cap_error(error))),
+            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s, &cap_error(error))),
         }
     }
 
-    /// `job.fail`.
+    /// `job.fail`: `error` is stored cut to its bound ([`crate::rules::error_text`]).
     pub fn fail(&self, tx: Option<&mut TxSession>, job: &Claimed, error: &str) -> Result<bool> {
         check_error_text(error)?;
-        self.in_tx(tx, |t| self.engine.fail(t, job, error))
+        self.in_tx(tx, |t| self.engine.fail(t, job, &cap_error(error)))
     }
 
     /// `job.heartbeat`; `extend_s` None means the stamped visibility timeout.
@@ -205,6 +206,13 @@ impl Store {
         self.in_tx(tx, |t| self.engine.get_job(t, queue, id))
     }
 
+    /// `store.get_job(id)`: the live or dead job `id`, whatever its queue
+    /// (one probe by primary key per table, never a walk of the queues).
+    pub fn job_by_id(&self, id: i64) -> Result<Option<Job>> {
+        self.enter(None)?;
+        self.engine.job_by_id(id)
+    }
+
     /// `q.dead_jobs`.
     pub fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
         batch_size("limit", limit)?;
@@ -236,13 +244,4 @@ impl Store {
         self.enter(None)?;
         self.engine.sweep_expired(queue)
     }
-}
-
-/// An error text is stored as text, and Postgres text cannot hold NUL: refuse
-/// it on every engine alike, before anything changes.
-fn check_error_text(error: &str) -> Result<()> {
-    if error.contains('\0') {
-        return Err(Error::Value("error must not contain NUL characters".into()));
-    }
-    Ok(())
 }

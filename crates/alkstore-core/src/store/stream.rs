@@ -1,7 +1,7 @@
 //! Streams on the [`Store`] (SPEC §9): the checks every engine shares, and
 //! the subscription step built on the waiting loop.
 //!
-//! The engines only store and fetch ([`crate::StreamOps`]); names, key text,
+//! The engines only store and fetch ([`crate::StreamOps`]); names, keys,
 //! payload size, offset ranges and the transaction rules are decided here so
 //! both engines refuse the same input the same way.
 
@@ -11,6 +11,7 @@ use crate::engine::streams::Event;
 use crate::error::{Error, Result};
 use crate::rules::batch::count_in;
 use crate::rules::names::validate_name;
+use crate::rules::unique::check_key;
 use crate::store::waiting::WaitSpec;
 use crate::store::{Store, TxSession};
 
@@ -66,18 +67,12 @@ impl Store {
     /// Every rule an event meets, whichever connection writes it.
     pub(crate) fn check_event(&self, stream: &str, key: Option<&str>, payload: &str) -> Result<()> {
         validate_name("stream", stream)?;
-        if key.is_some_and(|k| k.contains('\0')) {
-            // Postgres text cannot hold NUL: refuse it on every engine alike.
-            return Err(Error::Value("key must not contain NUL characters".into()));
+        if let Some(k) = key {
+            // The bound of every key-like text (a unique key, a group): 1-200
+            // characters, no NUL (Postgres text cannot hold it).
+            check_key("key", k)?;
         }
-        let limit = self.options().max_payload_bytes;
-        if payload.len() > limit {
-            return Err(Error::Value(format!(
-                "payload is {} bytes of JSON, over max_payload_bytes={limit}",
-                payload.len()
-            )));
-        }
-        Ok(())
+        self.check_json("payload", payload)
     }
 
     /// `stream.read`: events after offset `after`, ascending, at most `limit` (1..=1000).

@@ -12,9 +12,9 @@ use crate::store::completions::acked_per_queue;
 use crate::store::{Store, TxSession};
 
 impl Store {
-    /// `job.ack(result=...)`: `result` is JSON text, bounded like a payload.
+    /// `job.ack(result=...)`: `result` is JSON text, held to a payload's limits.
     pub fn ack_result(&self, tx: Option<&mut TxSession>, job: &Claimed, result: &str) -> Result<bool> {
-        self.check_json_size("result", result)?;
+        self.check_json("result", result)?;
         match tx {
             Some(s) => {
                 let landed = s.op(|t| self.engine.ack_result(Some(t), job, result))?;
@@ -45,7 +45,7 @@ impl Store {
     ) -> Result<(bool, Vec<Claimed>)> {
         validate_name("worker", worker_id)?;
         batch_size("n", n)?;
-        self.check_json_size("result", result)?;
+        self.check_json("result", result)?;
         self.enter(None)?;
         let (landed, mut claimed) = self.engine.ack_result_then_claim(done, result, queue, worker_id, n)?;
         acked_per_queue(&[done], usize::from(landed), |q, k| self.done.add(q, k));

@@ -11,12 +11,14 @@
 -- function first runs, not when it is created). 0008 (the queues it
 -- registers) and 0010 (`group_key`, a new argument: 0010 drops the old
 -- signature first) write it again, and so does 0012 (`after`, `on_failure`,
--- `keep_result_s`: workflows, SPEC §25; it calls 0012's `link`).
+-- `keep_result_s`: workflows, SPEC §25; it calls 0012's `link`), and 0022
+-- (core's payload limits: nesting and numbers, ADR 0003's revision).
 --
 -- The bounds are core's, written in when the migration is applied
 -- (migrate.rs renders __MAX_NAME_CHARS__, __RESERVED_PREFIX__,
--- __MAX_DURATION_S__ and __MAX_PAYLOAD_BYTES__ from alkstore-core), and
--- the messages read as the Store's, naming the SQL argument. A bad
+-- __MAX_DURATION_S__, __MAX_PAYLOAD_BYTES__ and the payload limits from
+-- alkstore-core), and the messages read as the Store's, naming the SQL
+-- argument (the payload limits' messages are rendered from core too). A bad
 -- argument raises SQLSTATE 22023 (invalid_parameter_value) before anything
 -- is written. The payload bound is the default `max_payload_bytes`: the
 -- function cannot know what a particular handle was opened with.
@@ -45,6 +47,7 @@ AS $fn$
 DECLARE
     body text;
     t bigint;
+    big numeric;
     new_id bigint;
     parents bigint[];
     issued bigint;
@@ -65,6 +68,27 @@ BEGIN
     IF octet_length(body) > __MAX_PAYLOAD_BYTES__ THEN
         RAISE EXCEPTION 'payload is % bytes of JSON, over max_payload_bytes=__MAX_PAYLOAD_BYTES__', octet_length(body)
             USING ERRCODE = '22023';
+    END IF;
+    -- Core's payload limits (rules::payload), met by the text stored, `body`:
+    -- jsonb writes every number in plain notation, so one without a
+    -- fraction (scale 0) is an integer literal, which Python's int() reads,
+    -- and one with a fraction is read by float(). The walks are jsonb's own,
+    -- in C, and stop at the depth limit.
+    IF jsonb_path_exists(payload,
+        'strict $.**{__MAX_PAYLOAD_DEPTH__} ? (@.type() == "array" || @.type() == "object")') THEN
+        RAISE EXCEPTION __PAYLOAD_TOO_DEEP__ USING ERRCODE = '22023';
+    END IF;
+    -- Every number a limit refuses is at least the float limit in magnitude:
+    -- only those are looked at, the first in the text's order.
+    SELECT n::numeric INTO big
+        FROM jsonb_path_query(payload,
+            'strict $.** ? (@.type() == "number" && (@ >= __FLOAT_OVERFLOW__ || @ <= -__FLOAT_OVERFLOW__))') AS n
+        WHERE scale(n::numeric) > 0 OR abs(n::numeric) >= 1e__MAX_INT_DIGITS__
+        LIMIT 1;
+    IF scale(big) > 0 THEN
+        RAISE EXCEPTION __PAYLOAD_FLOAT_OVERFLOW__ USING ERRCODE = '22023';
+    ELSIF big IS NOT NULL THEN
+        RAISE EXCEPTION __PAYLOAD_LONG_INT__, length(abs(big)::text) USING ERRCODE = '22023';
     END IF;
     IF delay_s IS NULL OR delay_s < 0 THEN
         RAISE EXCEPTION 'delay_s must be >= 0 seconds, got %', coalesce(delay_s::text, 'NULL') USING ERRCODE = '22023';

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alkstore_core::{ClaimOps, Claimed, Result};
 
 use super::slots::SlotClaim;
-use super::{into_dead, DEAD_SELECT, DEAD_VALUES, RECLAIM_ERROR};
+use super::{BURIED, RECLAIM_ERROR};
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::error::pg_error;
@@ -81,8 +81,9 @@ impl Sql {
 /// lapsed leases, never with the backlog), but only the `limit` rows the
 /// sort yields are locked.
 ///
-/// The exhaustion step is `delete_exhausted`: gated, so that a claim that
-/// finds nothing exhausted never scans `jobs` (see there).
+/// The exhaustion step is `bury_step`: gated, so that a claim that finds
+/// nothing exhausted never calls it, and in a subtransaction of its own, so
+/// that a burial that fails does not fail the claim (see there).
 ///
 /// A paused queue (SPEC §18) hands out nothing: both candidate scans carry
 /// an uncorrelated probe of `paused`'s primary key, which Postgres runs once,
@@ -99,8 +100,7 @@ impl Sql {
 /// nothing it did not pay already (the UPDATE writes a whole new row
 /// version either way).
 fn claim_sql(s: &str, limit: &str) -> String {
-    let into_dead = into_dead(s);
-    let exhausted = super::delete_exhausted(s);
+    let bury = super::bury_step(s);
     let not_paused = format!(
         "AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
          AND NOT EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text)"
@@ -108,11 +108,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
     let nulls = null_row();
     format!(
         "{NOW}, \
-                 exhausted AS ({exhausted}), \
-                 buried AS ( \
-                   {into_dead} SELECT {DEAD_SELECT}, \
-                     CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
-                     {DEAD_VALUES} FROM exhausted), \
+                 {bury}, \
                  ready AS ( \
                    SELECT id, priority, run_at FROM {s}.jobs \
                    WHERE queue = $2::text AND state = 'pending' AND run_at <= (SELECT t FROM n) \
@@ -133,7 +129,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
                    UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
                      claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
                      deadline = (SELECT t FROM n) + j.visibility_timeout_s, {RECLAIM_ERROR} \
-                   FROM picked WHERE j.id = picked.id \
+                   FROM picked WHERE j.id = picked.id AND {BURIED} \
                    RETURNING {CLAIMED_COLS}) \
                  SELECT * FROM claimed \
                  UNION ALL SELECT {nulls} WHERE EXISTS (SELECT 1 FROM {s}.limits WHERE queue = $2::text)"

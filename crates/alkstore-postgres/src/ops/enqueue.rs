@@ -1,8 +1,8 @@
 //! The producer side: putting jobs in (`enqueue`, `enqueue_many`).
 
+use crate::prep::Arg;
 use alkstore_core::rules::unique::place;
 use alkstore_core::{foreign_params, Engine, EnqueueOps, Error, NewJob, QueueOpts, Result, SqlValue, Tx};
-use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::conn::{now_cte, Ctx, NOW};
@@ -165,7 +165,7 @@ async fn keyed(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob]) -> 
 /// Runs [`Sql::many`], or with `keyed` [`Sql::keyed`] (the same values plus the keys).
 async fn batch(cx: &Ctx<'_>, queue: &str, opts: &QueueOpts, jobs: &[NewJob], keyed: bool) -> Result<Vec<Row>> {
     let a = Arrays::of(opts, jobs);
-    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+    let mut params: Vec<&dyn Arg> = vec![
         &cx.offset,
         &queue,
         &opts.visibility_timeout_s,

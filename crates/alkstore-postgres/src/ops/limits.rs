@@ -23,7 +23,7 @@ use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
 use alkstore_core::{Claimed, Engine, LimitOps, Result};
 
 use super::claim::CLAIMED_COLS;
-use super::{into_dead, DEAD_SELECT, DEAD_VALUES, RECLAIM_ERROR};
+use super::RECLAIM_ERROR;
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::rows::{claimed, col};
@@ -78,7 +78,6 @@ const HIRES: &str = "(extract(epoch FROM clock_timestamp())::float8 + $1::bigint
 impl Sql {
     /// For the quoted schema `s`, the unquoted `schema` (the lock's key) and the store's `channel`.
     pub(crate) fn new(s: &str, schema: &str, channel: &str) -> Self {
-        let into_dead = into_dead(s);
         let update = claim_update(s, "");
         let (lock_key, _) = lock_keys(schema);
         Sql {
@@ -96,14 +95,9 @@ impl Sql {
                 "WITH d AS (DELETE FROM {s}.limits WHERE queue = $1::text) SELECT pg_notify('{channel}', $1::text)::text"
             ),
             lock: format!("SELECT pg_advisory_xact_lock(hashtextextended('{lock_key}' || $1::text, 0))::text"),
-            exhaust: format!(
-                "{NOW}, exhausted AS ( \
-                   DELETE FROM {s}.jobs WHERE queue = $2::text AND state = 'processing' \
-                     AND deadline < (SELECT t FROM n) AND attempts >= max_attempts RETURNING *) \
-                 {into_dead} SELECT {DEAD_SELECT}, \
-                   CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
-                   {DEAD_VALUES} FROM exhausted"
-            ),
+            // The exhaustion step (migration 0020's function: a burial that
+            // fails leaves the rows processing and the claim goes on).
+            exhaust: format!("{NOW} SELECT {s}.bury_exhausted($2::text, (SELECT t FROM n))"),
             counts: format!(
                 "WITH h AS (SELECT {HIRES} AS at) \
                  SELECT l.concurrency, l.rate_count, l.rate_period_s, l.group_concurrency, \
@@ -263,9 +257,9 @@ pub(crate) fn claim_flight(
         for text in [&cx.sql.handle.ack_one, &cx.sql.limits.lock, &cx.sql.limits.exhaust, &cx.sql.limits.flight] {
             cx.ready(text).await?;
         }
-        let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
-        let exhaust_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&cx.offset, &queue];
-        let flight_params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
+        let lock_params: [&dyn crate::prep::Arg; 1] = [&queue];
+        let exhaust_params: [&dyn crate::prep::Arg; 2] = [&cx.offset, &queue];
+        let flight_params: [&dyn crate::prep::Arg; 4] = [&cx.offset, &queue, &worker, &n];
         let acked = async {
             match done {
                 Some(job) => super::handle::ack(cx, &[job]).await,

@@ -2,11 +2,11 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `completions`
-//! (the chart's per-minute ack counts). Each file
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `forget`
+//! (forget_queue), `completions` (the chart's per-minute ack counts). Each file
 //! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
 //! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
-//! `StreamOps`, `PauseOps`, `RedriveOps`, `CompletionOps`) for the engine, right below its
+//! `StreamOps`, `PauseOps`, `RedriveOps`, `ForgetOps`, `CompletionOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -35,6 +35,7 @@ pub(crate) mod cancel;
 pub(crate) mod claim;
 pub(crate) mod completions;
 pub(crate) mod enqueue;
+pub(crate) mod forget;
 pub(crate) mod handle;
 pub(crate) mod limits;
 pub(crate) mod locks;
@@ -81,25 +82,28 @@ pub(crate) fn into_dead(s: &str) -> String {
     format!("INSERT INTO {s}.dead ({LIVE_COLS}, last_error, died_at, purge_at)")
 }
 
-/// The claims' exhaustion step (`$2` the queue, `n` the clock CTE): the
-/// queue's lapsed leases with no attempt left, deleted (and returned) to be
-/// buried. `id = ANY(ARRAY(subquery))` rather than `id IN (subquery)`, so the
-/// array is computed once and probed through the primary key where a
-/// semi-join may be planned as a scan of the whole table. Gated by an
-/// uncorrelated `EXISTS` of the same condition, which Postgres runs once as
-/// a one-time filter over a range of `jobs_leased`: the array's length is
-/// unknown when the plan is made, so on a small table without statistics
-/// (autovacuum off, never analysed) the planner probes it with a sequential
-/// scan of `jobs`, and without the gate every claim paid that scan although
-/// nearly every claim finds nothing exhausted.
-pub(crate) fn delete_exhausted(s: &str) -> String {
+/// The claims' exhaustion step (`$2` the queue, `n` the clock CTE), as a
+/// CTE named `bury`: the function `bury_exhausted` (migration 0020) moves the
+/// queue's lapsed leases with no attempt left to dead in a subtransaction of
+/// its own, so a burial that fails leaves them processing and the claim
+/// goes on (issue 43). Gated by an uncorrelated `EXISTS` of the same
+/// condition over a range of `jobs_leased`, so nearly every claim, which
+/// finds nothing exhausted, never calls it. A statement that has this CTE
+/// must reference it through [`BURIED`] in a data-modifying step, which
+/// Postgres runs whatever its result: a plain CTE runs only when read.
+pub(crate) fn bury_step(s: &str) -> String {
     let cond =
         "queue = $2::text AND state = 'processing' AND deadline < (SELECT t FROM n) AND attempts >= max_attempts";
     format!(
-        "DELETE FROM {s}.jobs WHERE id = ANY(ARRAY(SELECT id FROM {s}.jobs WHERE {cond} FOR UPDATE SKIP LOCKED)) \
-           AND EXISTS (SELECT 1 FROM {s}.jobs WHERE {cond}) RETURNING *"
+        "bury AS MATERIALIZED (SELECT CASE WHEN EXISTS (SELECT 1 FROM {s}.jobs WHERE {cond}) \
+           THEN {s}.bury_exhausted($2::text, (SELECT t FROM n)) ELSE 0 END AS n)"
     )
 }
+
+/// The condition that runs [`bury_step`]: always true, and uncorrelated, so
+/// Postgres evaluates it once, as a one-time filter, before the step's scan
+/// (whether or not that scan finds a row).
+pub(crate) const BURIED: &str = "(SELECT n FROM bury) IS NOT NULL";
 
 /// A notification on the store's `channel` when `queue_expr`'s queue has
 /// limits (SPEC §24): a statement that moves a row out of `processing` frees
@@ -141,7 +145,7 @@ pub(crate) struct Statements {
     pub(crate) handle: handle::Sql,
     /// `cancel`.
     pub(crate) cancel: cancel::Sql,
-    /// get_job, dead_jobs, live_jobs, queue_names, stats, next_wake.
+    /// get_job, job_by_id, dead_jobs, live_jobs, queue_names, stats, next_wake.
     pub(crate) reads: reads::Sql,
     /// `sweep_expired`.
     pub(crate) sweep: sweep::Sql,
@@ -149,6 +153,8 @@ pub(crate) struct Statements {
     pub(crate) pause: pause::Sql,
     /// requeue_dead, purge_dead (SPEC §18).
     pub(crate) redrive: redrive::Sql,
+    /// forget_queue (SPEC §18).
+    pub(crate) forget: forget::Sql,
     /// TTL locks (SPEC §10).
     pub(crate) locks: locks::Sql,
     /// Schedules (SPEC §8).
@@ -186,6 +192,7 @@ impl Statements {
             },
             pause: pause::Sql::new(&s, &channel),
             redrive: redrive::Sql::new(&s, &channel),
+            forget: forget::Sql::new(&s),
             locks: locks::Sql::new(&s, &channel),
             schedules: schedules::Sql::new(&s, &channel),
             streams: streams::Sql::new(&s, &channel),

@@ -1,4 +1,4 @@
-//! Reads (SPEC §4.4): `get_job`, `dead_jobs`, `stats`, `live_jobs` /
+//! Reads (SPEC §4.4): `get_job`, `job_by_id`, `dead_jobs`, `stats`, `live_jobs` /
 //! `queue_names` for operators (ADR 0007), and `next_wake` (SPEC §5: when a
 //! queue gains claimable work without a commit).
 
@@ -19,6 +19,8 @@ const VIEW_COLS: &str = "id, queue, payload, priority, attempts, max_attempts, e
 pub(crate) struct Sql {
     /// A live or dead row of a queue: `$1` id, `$2` queue.
     pub(crate) get_job: String,
+    /// The live or dead row `$1`, whatever its queue: a primary-key probe of each table.
+    pub(crate) job_by_id: String,
     /// Dead rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit.
     pub(crate) dead_jobs: String,
     /// Live rows newest first: `$1` queue, `$2` exclusive upper id, `$3` limit (ADR 0007).
@@ -44,6 +46,13 @@ impl Sql {
                  UNION ALL \
                  SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
                  FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
+            ),
+            job_by_id: format!(
+                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
+                 FROM {s}.jobs WHERE id = $1::bigint \
+                 UNION ALL \
+                 SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
+                 FROM {s}.dead WHERE id = $1::bigint"
             ),
             dead_jobs: format!(
                 "SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key FROM {s}.dead \
@@ -123,6 +132,12 @@ pub(crate) async fn get_job(cx: &Ctx<'_>, queue: &str, id: i64) -> Result<Option
     rows.first().map(job).transpose()
 }
 
+/// The live or dead row `id`.
+pub(crate) async fn job_by_id(cx: &Ctx<'_>, id: i64) -> Result<Option<Job>> {
+    let rows = cx.query(&cx.sql.reads.job_by_id, &[&id]).await?;
+    rows.first().map(job).transpose()
+}
+
 /// Dead rows of `queue`, newest id first, below `before_id` when given.
 pub(crate) async fn dead_jobs(cx: &Ctx<'_>, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -173,6 +188,10 @@ pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<f64>> 
 impl ReadOps for PgEngine {
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
         self.run(tx, async |cx| get_job(cx, queue, id).await)
+    }
+
+    fn job_by_id(&self, id: i64) -> Result<Option<Job>> {
+        self.run(None, async |cx| job_by_id(cx, id).await)
     }
 
     fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {

@@ -35,11 +35,11 @@
 //! gives its fresh claims free slots, so the queue returns to slots once the
 //! slotless rows leave `processing`.
 
+use crate::prep::Arg;
 use alkstore_core::{Claimed, Result};
-use tokio_postgres::types::ToSql;
 
 use super::claim::CLAIMED_COLS;
-use super::{into_dead, DEAD_SELECT, DEAD_VALUES, RECLAIM_ERROR};
+use super::{BURIED, RECLAIM_ERROR};
 use crate::conn::NOW;
 use crate::engine::PgEngine;
 use crate::error::pg_error;
@@ -122,8 +122,7 @@ fn take_sql(s: &str, queue_key: &str, key: &str) -> String {
 /// or one row of NULLs but `queue` = 'exclusive' when the queue is not (or
 /// no longer) for slots and nothing was claimed.
 fn claim_sql(s: &str) -> String {
-    let into_dead = into_dead(s);
-    let exhausted = super::delete_exhausted(s);
+    let bury = super::bury_step(s);
     let marker = format!("NULL, 'exclusive', {}", vec!["NULL"; CLAIMED_COLS.split(',').count() - 2].join(", "));
     format!(
         "{NOW}, \
@@ -131,11 +130,7 @@ fn claim_sql(s: &str) -> String {
          w AS MATERIALIZED (SELECT split_part(v, ':', 1)::bigint AS w FROM cfg WHERE v <> '-'), \
          mine AS MATERIALIZED (SELECT k::bigint AS k FROM cfg, \
            unnest(string_to_array(nullif(split_part(cfg.v, ':', 2), ''), ',')) k WHERE cfg.v <> '-'), \
-         exhausted AS ({exhausted}), \
-         buried AS ( \
-           {into_dead} SELECT {DEAD_SELECT}, \
-             CASE WHEN expires_at <= (SELECT t FROM n) THEN 'expired' ELSE 'attempts exhausted' END, \
-             {DEAD_VALUES} FROM exhausted), \
+         {bury}, \
          busy AS MATERIALIZED (SELECT id, slot, deadline, attempts, max_attempts, expires_at FROM {s}.jobs \
            WHERE queue = $2::text AND state = 'processing' \
              AND NOT (deadline < (SELECT t FROM n) AND attempts >= max_attempts)), \
@@ -159,7 +154,7 @@ fn claim_sql(s: &str) -> String {
            UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
              claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
              deadline = (SELECT t FROM n) + j.visibility_timeout_s, slot = picked.k, {RECLAIM_ERROR} \
-           FROM picked WHERE j.id = picked.id \
+           FROM picked WHERE j.id = picked.id AND {BURIED} \
              AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
              AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \
            RETURNING {CLAIMED_COLS}) \
@@ -219,7 +214,7 @@ pub(crate) fn ack_handover(
         for text in [&cx.sql.handle.ack_one, &sql.handover] {
             cx.ready(text).await?;
         }
-        let params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];
+        let params: [&dyn Arg; 3] = [&cx.offset, &queue, &worker];
         let done = [done];
         let (begin, acked, rows, commit) = tokio::join!(
             cx.client.batch_execute(BEGIN_QUIET),
@@ -281,8 +276,8 @@ pub(crate) fn claim(
         for text in [&cx.sql.handle.ack_one, &sql.take, &sql.claim] {
             cx.ready(text).await?;
         }
-        let take_params: [&(dyn ToSql + Sync); 4] = [&cx.offset, &queue, &worker, &n];
-        let claim_params: [&(dyn ToSql + Sync); 3] = [&cx.offset, &queue, &worker];
+        let take_params: [&dyn Arg; 4] = [&cx.offset, &queue, &worker, &n];
+        let claim_params: [&dyn Arg; 3] = [&cx.offset, &queue, &worker];
         let acked = async {
             match done {
                 Some(job) => super::handle::ack(cx, &[job]).await,

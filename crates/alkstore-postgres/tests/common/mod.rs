@@ -3,14 +3,14 @@
 //! fixture drops; also the conformance suite's harness.
 #![allow(dead_code, unused_imports)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use alkstore_core::{Claimed, Engine, QueueOpts};
 use alkstore_enginetest::Harness;
 pub use alkstore_enginetest::{job, opts, TestResult};
 use alkstore_postgres::{PgOptions, StatementMode};
 use rand::Rng;
-use tokio_postgres::{Client, NoTls};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 /// The server under test.
 pub fn url() -> String {
@@ -146,9 +146,47 @@ impl Harness for TestDb {
     }
 }
 
+/// How many named statements tokio-postgres has prepared in this process,
+/// not counting this function's own. The driver names them `s0`, `s1`, …
+/// from one process-wide counter, so a statement prepared here is named
+/// after the count, which the session's `pg_prepared_statements` shows.
+pub fn named_prepares_so_far() -> Result<usize, Box<dyn std::error::Error>> {
+    static PROBES: Mutex<usize> = Mutex::new(0);
+    let mut probes = PROBES.lock().map_err(|_| "a probe panicked")?;
+    let c = raw_client()?;
+    let _probe = alkstore_postgres::block_on(c.prepare("SELECT 1"))??;
+    let rows = alkstore_postgres::block_on(c.simple_query("SELECT name FROM pg_prepared_statements"))??;
+    let name = rows
+        .iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .ok_or("the probe's statement is not in its session")?;
+    let n: usize = name.strip_prefix('s').ok_or("a statement name not of the form sN")?.parse()?;
+    let others = n - *probes;
+    *probes += 1;
+    Ok(others)
+}
+
 /// The conformance suite's second Postgres harness: the same fixture with
-/// `statements="unnamed"` (ADR 0030), as behind a transaction pooler.
+/// `statements="unnamed"` (ADR 0030), as behind a transaction pooler. Its
+/// test binary (`tests/unnamed.rs`) prepares nothing named itself, so each
+/// case ends by checking that the engine did not either.
 pub struct UnnamedDb(pub TestDb);
+
+impl Drop for UnnamedDb {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        match named_prepares_so_far() {
+            Ok(0) => {}
+            Ok(n) => panic!("statements=\"unnamed\" prepared {n} named statement(s) in this process"),
+            Err(e) => panic!("could not count named statements: {e}"),
+        }
+    }
+}
 
 impl Harness for UnnamedDb {
     fn fresh() -> TestResult<Option<Self>> {

@@ -82,7 +82,9 @@ macro_rules! claim_returning {
 }
 
 /// Claim step 2: the best `?4` of (first `?4` ready rows by claim order) ∪
-/// (every lapsed lease), both unexpired, updated in one statement. Each
+/// (every lapsed lease with an attempt left), both unexpired, updated in one
+/// statement. (Step 1 has buried the others, unless their burial failed:
+/// see [`exhaust_or_skip`].) Each
 /// candidate scan walks its run of the live index (migration 0018). Lapsed
 /// leases are not limited by deadline: the claim order is priority first, so
 /// any of them may be the best. This path only runs while some lease has
@@ -109,7 +111,7 @@ ORDER BY priority DESC, run_at, id LIMIT ?4) \
 UNION ALL \
 SELECT id, priority, run_at FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs \
-WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 \
+WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND attempts < max_attempts \
 AND (expires_at IS NULL OR expires_at > ?3))) \
 ORDER BY priority DESC, run_at, id LIMIT ?4)",
     not_paused!(),
@@ -210,7 +212,7 @@ pub(crate) fn claim<C: Conn + ?Sized>(
         if lapsed || limited {
             claimed = atomic(conn.conn(), Scope::Own, |c| {
                 let now = now(c, offset)?;
-                exhaust(c, queue, now)?;
+                exhaust_or_skip(c, queue, now)?;
                 run(c, CLAIM, params![queue, worker, now, limit], n)
             })?;
         }
@@ -278,6 +280,21 @@ pub(crate) fn exhaust(conn: &Connection, queue: &str, now: i64) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// [`exhaust`] inside a claim's transaction, in a savepoint: a burial that
+/// fails — its settlement of the job's descendants, by trigger, is a write
+/// like any other — must not keep every other job of the queue from being
+/// claimed (issue 43: a burial that always failed wedged its queue). The
+/// row then stays `processing` with its lease lapsed, the claim's leased
+/// scan passes it over (no attempt left), and the next claim that finds it
+/// tries again. An error that is transient (the claim fails, and is tried
+/// again as a whole) or that ended the transaction is the claim's.
+pub(crate) fn exhaust_or_skip(conn: &Connection, queue: &str, now: i64) -> Result<()> {
+    match atomic(conn, Scope::Caller, |c| exhaust(c, queue, now)) {
+        Err(e) if !e.is_transient() && !conn.is_autocommit() => Ok(()),
+        done => done,
+    }
 }
 
 impl ClaimOps for SqliteEngine {

@@ -74,8 +74,9 @@ pub(crate) const READY_BEYOND: &str = concat!(
     " AND run_at <= ?2 LIMIT ?3 + 1)"
 );
 
-/// The limited claim: the best `?4` (total budget) of every lapsed lease and
-/// the best `?5` (fresh budget) ready rows among the first `?6` whose group
+/// The limited claim: the best `?4` (total budget) of every lapsed lease
+/// with an attempt left and the best `?5` (fresh budget) ready rows among
+/// the first `?6` whose group
 /// has room under `?7` (group_concurrency, NULL: none): a row is the `nth`
 /// of its group among the candidates, and `nth` plus the group's processing
 /// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now. A
@@ -96,7 +97,8 @@ claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + 
     " WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs \
-WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND (expires_at IS NULL OR expires_at > ?3) \
+WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND attempts < max_attempts \
+AND (expires_at IS NULL OR expires_at > ?3) \
 UNION ALL \
 SELECT id, priority, run_at FROM (\
 SELECT c.id, c.priority, c.run_at FROM (\
@@ -153,7 +155,7 @@ pub(crate) fn claim(
     atomic(conn, Scope::Own, |c| {
         let Some(limits) = get(c, queue)? else { return Ok(None) };
         let now = now(c, offset)?;
-        super::claim::exhaust(c, queue, now)?;
+        super::claim::exhaust_or_skip(c, queue, now)?;
         let running = if limits.concurrency.is_some() { count(c, RUNNING, [queue])? } else { 0 };
         let (hires, recent) = match limits.rate {
             Some((_, period)) => {

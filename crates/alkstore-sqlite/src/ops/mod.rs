@@ -2,11 +2,11 @@
 //! same files under the same names: `enqueue`, `claim`, `handle` (ack,
 //! retry, fail, heartbeat, release), `cancel`, `reads` (get_job, dead_jobs,
 //! live_jobs, queue_names, stats, next_wake), `sweep`, `locks`, `schedules`,
-//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `completions`
-//! (the chart's per-minute ack counts). Each file
+//! `streams`, `pause`, `redrive` (requeue_dead, purge_dead), `forget`
+//! (forget_queue), `completions` (the chart's per-minute ack counts). Each file
 //! implements the core trait of its concept (`EnqueueOps`, `ClaimOps`,
 //! `HandleOps`, `CancelOps`, `ReadOps`, `SweepOps`, `LockOps`, `ScheduleOps`,
-//! `StreamOps`, `PauseOps`, `RedriveOps`, `CompletionOps`) for the engine, right below its
+//! `StreamOps`, `PauseOps`, `RedriveOps`, `ForgetOps`, `CompletionOps`) for the engine, right below its
 //! statements; `engine.rs` keeps only the handle (connections, clock, close).
 //!
 //! The statement convention, shared by both engines: every ops file opens
@@ -93,6 +93,7 @@ pub(crate) mod completions;
 pub(crate) mod enqueue;
 #[cfg(test)]
 mod fan_in;
+pub(crate) mod forget;
 pub(crate) mod handle;
 pub(crate) mod limits;
 pub(crate) mod locks;

@@ -1,4 +1,4 @@
-//! Read-only surfaces (SPEC §4.4): `get_job`, `dead_jobs`, `stats`,
+//! Read-only surfaces (SPEC §4.4): `get_job`, `job_by_id`, `dead_jobs`, `stats`,
 //! `live_jobs` / `queue_names` for operators (ADR 0007), and `next_wake`
 //! (SPEC §5: when a queue gains claimable work without a commit). Outside a
 //! caller transaction they run on the reader connection.
@@ -27,6 +27,16 @@ pub(crate) const GET_JOB: &str = concat!(
     ", last_error, NULL FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2 UNION ALL SELECT ",
     job_cols!(),
     ", last_error, died_at FROM __alkstore_dead WHERE id = ?1 AND queue = ?2"
+);
+
+/// `job_by_id`: the row with id `?1`, live or else dead, whatever its queue:
+/// a primary-key probe of each table.
+pub(crate) const JOB_BY_ID: &str = concat!(
+    "SELECT ",
+    job_cols!(),
+    ", NULL, NULL FROM __alkstore_jobs WHERE id = ?1 UNION ALL SELECT ",
+    job_cols!(),
+    ", last_error, died_at FROM __alkstore_dead WHERE id = ?1"
 );
 
 /// `dead_jobs`: newest first, ids below `?2`, at most `?3` (walks `__alkstore_dead_queue` backwards).
@@ -94,6 +104,16 @@ pub(crate) const NEXT_WAKE: &str = concat!(
 pub(crate) fn get_job(conn: &Connection, queue: &str, id: i64) -> Result<Option<Job>> {
     let mut stmt = conn.prepare_cached(GET_JOB).db()?;
     let mut rows = stmt.query(params![id, queue]).db()?;
+    match rows.next().db()? {
+        Some(row) => rows::job(row).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The live or dead row `id`.
+pub(crate) fn job_by_id(conn: &Connection, id: i64) -> Result<Option<Job>> {
+    let mut stmt = conn.prepare_cached(JOB_BY_ID).db()?;
+    let mut rows = stmt.query([id]).db()?;
     match rows.next().db()? {
         Some(row) => rows::job(row).map(Some),
         None => Ok(None),
@@ -175,6 +195,10 @@ pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<O
 impl ReadOps for SqliteEngine {
     fn get_job(&self, tx: Option<&mut dyn Tx>, queue: &str, id: i64) -> Result<Option<Job>> {
         self.read(tx, |c| get_job(c, queue, id))
+    }
+
+    fn job_by_id(&self, id: i64) -> Result<Option<Job>> {
+        self.conns.with_reader(|c| job_by_id(c, id))
     }
 
     fn dead_jobs(&self, queue: &str, limit: usize, before_id: Option<i64>) -> Result<Vec<Job>> {

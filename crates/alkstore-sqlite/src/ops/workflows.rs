@@ -28,15 +28,19 @@ pub(crate) const ISSUED: &str =
     "SELECT max(coalesce((SELECT max(id) FROM __alkstore_jobs), 0), (SELECT hwm FROM __alkstore_ids))";
 
 /// The result `?5` of a valid handle's job (`?1`–`?4` as the handle ops'
-/// predicate), kept for its `keep_result_s`, or while a waiting child
-/// counts the job. A parent acked without a result keeps no row for its
-/// children (they read None either way), so a fan-in of N parents writes none.
+/// predicate), kept for its `keep_result_s`, or while any child names the
+/// job: a waiting one, or a dead one that a redrive may run later (a parent
+/// redriven and acked before its dead child, the order docs/workflows.md
+/// gives, must leave its result for the child). The edges go when the child
+/// leaves for good, and the result with them. A parent acked without a
+/// result keeps no row for its children (they read None either way), so a
+/// fan-in of N parents writes none.
 pub(crate) const KEEP_RESULT: &str = "INSERT INTO __alkstore_results (id, queue, value, finished_at, expires_at) \
      SELECT id, queue, ?5, unixepoch() + ?4, unixepoch() + ?4 + keep_result_s FROM __alkstore_jobs \
      WHERE id = ?1 AND state = 'processing' AND worker_id = ?2 AND claim_token = ?3 \
        AND deadline >= unixepoch() + ?4 \
        AND (keep_result_s IS NOT NULL OR (?5 IS NOT NULL AND EXISTS \
-         (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1 AND settled = 0))) \
+         (SELECT 1 FROM __alkstore_edges WHERE parent_id = ?1))) \
      ON CONFLICT (id) DO UPDATE SET queue = excluded.queue, value = excluded.value, \
      finished_at = excluded.finished_at, expires_at = excluded.expires_at";
 

@@ -19,51 +19,47 @@ with transaction.atomic():
 ``manage.py migrate`` creates the store's tables (a migration of this app
 opens the store: the engine makes its own tables), ``manage.py
 alkstore_worker --tasks app.jobs:tasks`` runs the tasks, and the admin has a
-page per queue. Settings: :mod:`alkstore.contrib.django.conf`.
+page per queue. Settings: ``alkstore.contrib.django.conf``.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from django.db import close_old_connections, connections
 
 import alkstore
 from alkstore._dispatch import Route
-from alkstore.contrib.django.conf import Target, target
+from alkstore.contrib._process import ProcessStores
+from alkstore.contrib.django.conf import target
 
 __all__ = ["Tasks", "close", "store"]
 
-_lock = threading.Lock()
-_stores: dict[Target, alkstore.Store] = {}
+_stores = ProcessStores()
 
 
 def store() -> alkstore.Store:
     """The process's store, opened on first use where the settings put it (the
     default database's own file or URL unless ``ALKSTORE['URL']`` says
-    otherwise). Safe to share between threads, as every Store is."""
+    otherwise). Safe to share between threads, as every Store is. A process
+    forked after the store opened (a pre-fork server's worker) opens its own
+    on first use; the parent's is left alone."""
     where = target()
-    with _lock:
-        found = _stores.get(where)
-        if found is None or found.closed:
-            found = _stores[where] = alkstore.open(where.location, **dict(where.options))
-        return found
+    found, _ = _stores.get(
+        where, lambda: alkstore.open(where.location, **dict(where.options)), reopen_closed=True
+    )
+    return found
 
 
 def close() -> None:
     """Closes the stores this process opened (``store()`` opens again on next use).
-    The test runner of :mod:`alkstore.contrib.django.test` calls it before
+    The test runner of ``alkstore.contrib.django.test`` calls it before
     Django drops the test databases, which Postgres refuses while connected."""
-    with _lock:
-        opened = list(_stores.values())
-        _stores.clear()
-    for s in opened:
-        s.close()
+    _stores.close()
 
 
 class Tasks(alkstore.Tasks):
-    """An ``alkstore.Tasks`` on the project's :func:`store`, which it opens on
+    """An ``alkstore.Tasks`` on the project's ``store``, which it opens on
     first use (not at import, so tests reach the test database). A task's
     ``enqueue()`` runs on Django's connection to the store's database, so
     inside ``transaction.atomic()`` the job commits with the ORM's writes and
@@ -75,6 +71,7 @@ class Tasks(alkstore.Tasks):
 
     @property
     def store(self) -> alkstore.Store:
+        """The store the registry was bound to, or else the project's (``store()``)."""
         bound = self._store
         return bound if bound is not None else _project_store()
 
@@ -87,7 +84,7 @@ class Tasks(alkstore.Tasks):
     def _default_conn(self) -> object | None:
         where = target()
         bound = self._store
-        if where.alias is None or (bound is not None and bound is not _stores.get(where)):
+        if where.alias is None or (bound is not None and bound is not _stores.peek(where)):
             return None  # the store is not on a Django database (or the registry was bound elsewhere)
         conn: object = connections[where.alias]
         return conn

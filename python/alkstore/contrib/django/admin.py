@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 
+from alkstore._cli._inspect import payload_cell
 from alkstore._cli._target import queue_view
 from alkstore._core import Queue as StoreQueue
 from alkstore.contrib.django import store
@@ -99,7 +100,8 @@ class QueueAdmin(admin.ModelAdmin):  # type: ignore[misc]  # django ships no typ
             "opts": self.model._meta,
             "name": name,
             "stats": q.stats(),
-            "dead": dead,
+            # With each its payload, or its stored text when it cannot be decoded.
+            "dead": [(job, payload_cell(job)) for job in dead],
             "older": dead[-1].id if len(dead) == PAGE else None,
             "can_change": self.has_change_permission(request),
             **(extra_context or {}),

@@ -172,6 +172,18 @@ class AdminPages(TransactionTestCase):
         for missing in ("add/", f"{self.queue}/history/", f"{self.queue}/delete/"):
             self.assertEqual(self.client.get(f"/admin/alkstore/queue/{missing}").status_code, 404, missing)
 
+    def test_a_dead_letter_that_cannot_be_decoded_shows_its_stored_text(self) -> None:
+        """Issue 44: a payload written around the enqueue checks (here an
+        UPDATE behind the store's back) does not take the page down."""
+        dead = self.dead_letters(2)
+        table = "__alkstore_dead" if connection.vendor == "sqlite" else "alkstore.dead"
+        with connection.cursor() as cur:
+            cur.execute(f"UPDATE {table} SET payload = %s WHERE id = %s", ["[" * 3000 + "]" * 3000, dead[0]])
+        page = self.client.get(self.url)
+        self.assertEqual(page.status_code, 200)
+        self.assertContains(page, "(cannot be decoded) [[[[")
+        self.assertContains(page, f'value="{dead[1]}"')
+
     def test_requeue_and_purge_need_the_csrf_token(self) -> None:
         first, second = self.dead_letters(2)
         url = self.url

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from .views import enqueue
+
+urlpatterns = [path("enqueue/<int:n>", enqueue)]
