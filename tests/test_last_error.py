@@ -35,6 +35,8 @@ def test_a_retried_job_reads_its_error_until_the_next_failure(store: Store) -> N
     assert first is not None and first.retry("connection refused", delay=0)
     assert pending_error(q, job_id) == ("pending", 1, "connection refused")
     assert [(j.id, j.last_error) for j in q.live_jobs()] == [(job_id, "connection refused")]
+    by_id = store.get_job(job_id)  # whatever its queue
+    assert by_id is not None and by_id.last_error == "connection refused"
     second = q.claim("w")
     assert second is not None
     # Running again: still its last failure.
@@ -110,6 +112,8 @@ def test_the_command_line_and_the_dashboard_show_a_retried_jobs_error(target: Ta
     live = json_out(cli("jobs", *store_args(target), "emails", "--json"))
     got = [(j["id"], j["state"], j["last_error"]) for j in live]
     assert got == [(job_id, "pending", "mailbox full, try later")]
+    one = json_out(cli("job", *store_args(target), str(job_id), "--json"))
+    assert (one["state"], one["last_error"]) == ("pending", "mailbox full, try later")
     table = cli("jobs", *store_args(target), "emails")
     assert table.returncode == 0, table.stderr
     assert "LAST ERROR" in table.stdout and "mailbox full, try later" in table.stdout, table.stdout

@@ -48,7 +48,7 @@ impl Sql {
                  FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
             ),
             job_by_id: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key \
                  FROM {s}.jobs WHERE id = $1::bigint \
                  UNION ALL \
                  SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \

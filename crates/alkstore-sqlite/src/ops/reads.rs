@@ -30,11 +30,11 @@ pub(crate) const GET_JOB: &str = concat!(
 );
 
 /// `job_by_id`: the row with id `?1`, live or else dead, whatever its queue:
-/// a primary-key probe of each table.
+/// a primary-key probe of each table (a live row's `last_error` as in [`GET_JOB`]).
 pub(crate) const JOB_BY_ID: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE id = ?1 UNION ALL SELECT ",
+    ", last_error, NULL FROM __alkstore_jobs WHERE id = ?1 UNION ALL SELECT ",
     job_cols!(),
     ", last_error, died_at FROM __alkstore_dead WHERE id = ?1"
 );
