@@ -55,6 +55,11 @@ _CASCADE_TRIGGERS = (
 #: Per migration, per engine, what undoes it (`__alkstore_` names a table of the
 #: store: the prefix on SQLite, the schema on Postgres). 0003 only fixed rows.
 UNDO: dict[int, dict[str, list[str]]] = {
+    # 0021 gave live rows their last failure (issue 43).
+    21: {
+        "sqlite": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
+        "postgres": ["ALTER TABLE __alkstore_jobs DROP COLUMN last_error"],
+    },
     # 0020 settled a death set-wise: SQLite's failure rule and its two entries
     # come back as 0019, 0014 and 0012 left them (the view with one column);
     # Postgres's settle_children and ack_flow are replaced again when the

@@ -186,7 +186,8 @@ def test_retry_explicit_delay(store: alkstore.Store) -> None:
     job = q.get_job(job_id)
     assert job is not None
     assert (job.state, job.attempts) == ("pending", 1)
-    assert job.last_error is None and job.died_at is None  # set only on dead rows
+    assert job.last_error == "boom"  # its last failure (SPEC §30)
+    assert job.died_at is None  # dead rows only
     assert 30 <= secs(job.run_at - h.claimed_at) <= 32
     assert q.claim("w") is None
     store._advance_clock(33)

@@ -350,6 +350,8 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     if not self.limited():
                         assert not p.key() < c.key(), f"claimed {c} ahead of {p}"
             for h, j in zip(got, chosen, strict=True):
+                if j.state == "processing":  # a lapsed lease taken back records the lapse (SPEC §30)
+                    j.last_error = f"lease lapsed (worker {j.worker})"
                 j.state, j.attempts, j.token = "processing", j.attempts + 1, j.token + 1
                 j.deadline, j.worker = self.t + VT, worker
                 assert (h.attempts, h.max_attempts, h.priority, h.worker_id) == (
@@ -395,7 +397,7 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                 if j.attempts >= j.max_attempts:
                     self.to_dead(j, err)
                 else:
-                    j.state, j.run_at = "pending", self.t + (delay or 0)
+                    j.state, j.run_at, j.last_error = "pending", self.t + (delay or 0), err
 
         @precondition(lambda self: self.handles)
         @rule(i=st.integers(0, 10**6))
@@ -606,7 +608,8 @@ def make_machine(open_store: Callable[[], Iterator[alkstore.Store]]) -> type[Rul
                     assert row.last_error == j.last_error and row.died_at is not None
                     assert abs(row.died_at.timestamp() - self.base - (j.died_at or 0)) < SLACK, (j, row)
                 else:
-                    assert row.last_error is None and row.died_at is None
+                    # A live job reads its last failure (SPEC §30): a retry's error, a lapse.
+                    assert row.last_error == j.last_error and row.died_at is None, (j, row)
                 if j.state == "processing":
                     assert row.worker_id == j.worker
                 if j.attempts == 0 and j.token == 0:

@@ -859,7 +859,9 @@ class Job:
         """When `sweep_expired()` moves it to the dead letters, or None."""
     @property
     def last_error(self) -> str | None:
-        """The error of its last retry or failure, or None."""
+        """Its last failure: the error of its last retry (live too), why it died
+        (dead), `lease lapsed (worker W)` once a claim took back its lapsed
+        lease; None for a job that never failed."""
     @property
     def died_at(self) -> datetime | None:
         """When a dead job died, or None for a live one."""

@@ -23,6 +23,7 @@ macro_rules! __handle_cases { ($harness:ty) => { $crate::__cases! { $harness; ha
     a_large_batch_of_many_workers_acks_each_valid_handle_once,
     handle_lock_and_wait_arguments_are_bounded, ack_then_claim_acks_and_claims_in_one_go,
     ack_then_claim_of_a_stale_handle_still_claims, ack_then_claim_claims_nothing_it_may_not,
+    a_retried_job_reads_its_last_error_until_it_dies, a_reclaimed_lease_reads_that_it_lapsed,
 } } } }
 
 /// A reclaim after a lapse eats an attempt and fences the old handle.
@@ -77,7 +78,8 @@ pub fn retry_goes_back_to_pending_then_dead_at_budget<H: Harness>(db: &Db<H>) ->
     assert!((now + 500..=now + 1001).contains(&row.run_at), "run_at {} now {now}", row.run_at);
     // A pending job holds no lease (SPEC §4.4); claimed_at keeps the last claim.
     assert_eq!((row.worker_id.as_deref(), row.deadline), (None, None));
-    assert_eq!((row.claimed_at, row.last_error), (Some(a.claimed_at), None));
+    assert_eq!(row.claimed_at, Some(a.claimed_at));
+    assert_eq!(row.last_error.as_deref(), Some("boom"), "a pending job reads its last retry's error (SPEC §30)");
     assert!(!s.retry(None, &a, "again", Some(0))?, "a handle is good for one op");
     assert!(db.one("q", "w")?.is_none());
     db.clock(1001)?;
@@ -97,6 +99,87 @@ pub fn retry_goes_back_to_pending_then_dead_at_budget<H: Harness>(db: &Db<H>) ->
     assert!(s.retry(None, &c, "boom again", None)?, "valid at budget: still true");
     let dead = s.get_job(None, "p", id)?.ok_or("job")?;
     assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("boom again")));
+    Ok(())
+}
+
+/// A job's `last_error` is its last failure (SPEC §30, issue 43): none
+/// before any; a retry's error while it is pending and while it runs again;
+/// a release keeps it (it is no failure); the next retry replaces it; and a
+/// dead row reads the reason it died for, as it always did. `live_jobs`
+/// shows it as `get_job` does, inside a caller's transaction too.
+pub fn a_retried_job_reads_its_last_error_until_it_dies<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    let id = db.put("q", &opts(), "x")?;
+    let error = |want: &str| -> TestResult {
+        let row = s.get_job(None, "q", id)?.ok_or("job")?;
+        assert_eq!(row.last_error.as_deref(), Some(want), "{row:?}");
+        assert_eq!(row.died_at, None);
+        let listed = s.live_jobs("q", 10, None)?;
+        assert_eq!(listed.iter().map(|j| j.last_error.as_deref()).collect::<Vec<_>>(), vec![Some(want)]);
+        Ok(())
+    };
+    assert_eq!(s.get_job(None, "q", id)?.ok_or("job")?.last_error, None, "a job that never failed");
+    let a = db.take("q", "w")?;
+    assert!(s.retry(None, &a, "connection refused", Some(0))?);
+    error("connection refused")?;
+    let b = db.take("q", "w")?;
+    error("connection refused")?;
+    assert!(s.release(&b)?);
+    error("connection refused")?;
+    let c = db.take("q", "w")?;
+    let mut tx = s.begin()?;
+    assert!(s.retry(Some(&mut tx), &c, "bank timed out", Some(0))?);
+    tx.commit()?;
+    error("bank timed out")?;
+    let d = db.take("q", "w")?;
+    assert_eq!(d.attempts, 3);
+    assert!(s.fail(None, &d, "card stolen")?);
+    let dead = s.get_job(None, "q", id)?.ok_or("job")?;
+    assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("card stolen")));
+    Ok(())
+}
+
+/// A claim that takes back a lapsed lease records it (SPEC §30 counts the
+/// lapse as a failed attempt): `last_error` says the lease lapsed and names
+/// the worker that held it, whichever claim reclaimed it — the one-job and
+/// batch claims, and those of queues with a rate, a group or a concurrency
+/// limit. An exhausted lapsed lease still dies as 'attempts exhausted'.
+pub fn a_reclaimed_lease_reads_that_it_lapsed<H: Harness>(db: &Db<H>) -> TestResult {
+    use alkstore_core::LimitChange;
+    let s = &db.store;
+    let limited = |l: LimitChange| Some(l);
+    let cases = [
+        ("one", None, 1),
+        ("batch", None, 5),
+        ("rated", limited(LimitChange { rate: Some(Some((100, 1.0))), ..LimitChange::default() }), 1),
+        ("grouped", limited(LimitChange { group_concurrency: Some(Some(1)), ..LimitChange::default() }), 5),
+        ("capped", limited(LimitChange { concurrency: Some(Some(4)), ..LimitChange::default() }), 1),
+    ];
+    let mut ids = Vec::new();
+    for (queue, limits, n) in &cases {
+        if let Some(l) = limits {
+            s.set_limits(queue, l)?;
+        }
+        let id = db.put_job(queue, &opts(), NewJob { group: Some("g".into()), ..job("x") })?;
+        assert_eq!(s.claim(queue, "crashed", *n)?.len(), 1);
+        ids.push(id);
+    }
+    let spent = db.put("spent", &QueueOpts { max_attempts: 1, ..opts() }, "x")?;
+    db.take("spent", "crashed")?;
+    db.clock(31)?;
+    for ((queue, _, n), id) in cases.iter().zip(ids) {
+        let again = s.claim(queue, "w", *n)?;
+        assert_eq!(again.iter().map(|c| (c.id, c.attempts)).collect::<Vec<_>>(), vec![(id, 2)], "{queue}");
+        let row = s.get_job(None, queue, id)?.ok_or("job")?;
+        assert_eq!(row.state, JobState::Processing);
+        assert_eq!(row.last_error.as_deref(), Some("lease lapsed (worker crashed)"), "{queue}");
+        // Its next failure replaces it.
+        assert!(s.retry(None, &again[0], "boom", Some(0))?);
+        assert_eq!(s.get_job(None, queue, id)?.ok_or("job")?.last_error.as_deref(), Some("boom"), "{queue}");
+    }
+    assert!(s.claim("spent", "w", 1)?.is_empty());
+    let dead = s.get_job(None, "spent", spent)?.ok_or("job")?;
+    assert_eq!((dead.state, dead.last_error.as_deref()), (JobState::Dead, Some("attempts exhausted")));
     Ok(())
 }
 

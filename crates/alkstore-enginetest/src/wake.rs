@@ -3,14 +3,15 @@
 
 use std::time::{Duration, Instant};
 
-use alkstore_core::{EngineOptions, NewJob, ReadyAt, StopToken, WaitSpec, WakeHub};
+use alkstore_core::{EngineOptions, LimitChange, NewJob, ReadyAt, StopToken, WaitSpec, WakeHub};
 
 use crate::{job, opts, Db, Harness, TestResult};
 
 /// The cases of this domain: [`crate::conformance!`] makes each a `#[test]`.
 #[rustfmt::skip] #[doc(hidden)] #[macro_export]
 macro_rules! __wake_cases { ($harness:ty) => { $crate::__cases! { $harness; wake {
-    next_wake_is_the_earliest_future_ready_time_or_lease_end, commits_wake_the_hub_and_rollbacks_do_not,
+    next_wake_is_the_earliest_future_ready_time_or_lease_end, next_wake_names_the_instant_a_rate_window_opens,
+    commits_wake_the_hub_and_rollbacks_do_not,
     a_waiting_claim_is_woken_by_another_stores_commit, a_stopped_caller_claims_nothing_whatever_the_timeout,
     a_lease_lapsing_between_a_look_and_the_next_wake_is_reclaimed_at_once,
 } } } }
@@ -21,9 +22,17 @@ fn bumped(hub: &WakeHub, seen: u64, within: Duration) -> bool {
 }
 
 /// `next_wake` is engine-only (the front's wait loop calls it): this
-/// domain's one raw engine call.
+/// domain's one raw engine call. It answers how long until the instant, in
+/// seconds to the sub-second from the database clock's present instant:
+/// never more than `at - now` for a whole-second clock that read `now`
+/// before, and less only by that second's fraction and the time since (a
+/// few seconds' slack for a loaded machine still tells the rows apart).
 pub fn next_wake_is_the_earliest_future_ready_time_or_lease_end<H: Harness>(db: &Db<H>) -> TestResult {
     let next_wake = |q: &str| db.engine().next_wake(q);
+    let near = |got: Option<f64>, at: i64, now: i64| {
+        let away = (at - now) as f64;
+        got.is_some_and(|s| s > away - 5.0 && s <= away)
+    };
     let q = alkstore_core::QueueOpts { visibility_timeout_s: 100, ..opts() };
     assert_eq!(next_wake("q")?, None);
     db.put("q", &q, "ready now")?;
@@ -32,15 +41,34 @@ pub fn next_wake_is_the_earliest_future_ready_time_or_lease_end<H: Harness>(db: 
     let later = |p: i32, at: i64| NewJob { priority: p, ready: ReadyAt::At(at), ..job("later") };
     db.store.enqueue(None, "q", &q, &[later(5, now + 500), later(0, now + 300), later(-2, now + 400)])?;
     db.store.enqueue(None, "q", &q, &[NewJob { ready: ReadyAt::Delay(350), ..job("delayed") }])?;
-    assert_eq!(next_wake("q")?, Some(now + 300));
+    let got = next_wake("q")?;
+    assert!(near(got, now + 300, now), "{got:?}: the job due 300 s on");
     assert_eq!(next_wake("other")?, None);
     // Claiming the ready job adds a lease ending before the earliest run_at:
     // a lease that lapses sooner than any delayed job wins.
     let c = db.take("q", "w")?;
     assert!(c.deadline + 1 < now + 300);
-    assert_eq!(next_wake("q")?, Some(c.deadline + 1));
+    let got = next_wake("q")?;
+    assert!(near(got, c.deadline + 1, now), "{got:?}: the lease, reclaimable at {}", c.deadline + 1 - now);
     db.clock(1000)?;
     assert_eq!(next_wake("q")?, None, "everything is due: nothing in the future");
+    Ok(())
+}
+
+/// A rate window opens between two whole seconds, and `next_wake` names that
+/// instant, not the second after it (issue 43): after the one claim a
+/// `rate=(1, 0.5)` window allows, the next is at most half a second away
+/// (SQLite logs a claim at the end of its 1/64 slice of the window).
+pub fn next_wake_names_the_instant_a_rate_window_opens<H: Harness>(db: &Db<H>) -> TestResult {
+    let s = &db.store;
+    db.put("q", &opts(), "1")?;
+    db.put("q", &opts(), "2")?;
+    s.set_limits("q", &LimitChange { rate: Some(Some((1, 0.5))), ..LimitChange::default() })?;
+    assert_eq!(db.engine().next_wake("q")?, None, "nothing claimed: the window is open");
+    assert_eq!(s.claim("q", "w", 1)?.len(), 1);
+    assert!(s.claim("q", "w", 1)?.is_empty(), "the window is full");
+    let away = db.engine().next_wake("q")?.ok_or("the window opens")?;
+    assert!(away > 0.0 && away <= 0.5 + 0.5 / 64.0, "opens {away:.3} s on");
     Ok(())
 }
 

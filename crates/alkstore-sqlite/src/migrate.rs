@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (18, include_str!("migrations/0018_live_index.sql")),
     (19, include_str!("migrations/0019_fan_in_run.sql")),
     (20, include_str!("migrations/0020_failure_cascade.sql")),
+    (21, include_str!("migrations/0021_live_last_error.sql")),
     (22, include_str!("migrations/0022_payload_limits.sql")),
 ];
 

@@ -112,7 +112,10 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
             for j in found
         ]
     else:
-        headers = ["id", "state", "attempts", "priority", "run at", "worker", "deadline", "payload"]
+        # A live job's last error is its latest failure (a retried job shows why).
+        headers = [
+            "id", "state", "attempts", "priority", "run at", "worker", "deadline", "last error", "payload",
+        ]  # fmt: skip
         rows = [
             [
                 j.id,
@@ -122,6 +125,7 @@ def jobs(target: str, schema: str | None, queue: str, dead: bool, limit: int, as
                 j.run_at,
                 j.worker_id,
                 j.deadline,
+                j.last_error,
                 payload_cell(j),
             ]
             for j in found

@@ -302,7 +302,9 @@ pub struct Job {
     pub worker_id: Option<String>,
     /// Expiry instant.
     pub expires_at: Option<i64>,
-    /// Why it died (dead rows only).
+    /// Its last failure (SPEC §30): on a dead row why it died; on a live
+    /// one its latest retry's error, or that a lapsed lease of it was
+    /// reclaimed. None for a job that never failed.
     pub last_error: Option<String>,
     /// When it died (dead rows only).
     pub died_at: Option<i64>,

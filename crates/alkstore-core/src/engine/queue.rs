@@ -116,9 +116,10 @@ pub trait HandleOps {
     fn ack(&self, tx: Option<&mut dyn Tx>, jobs: &[&Claimed]) -> Result<usize>;
 
     /// Back to pending, ready `delay_s` seconds from now (resolved by the
-    /// Store; a spent budget goes to [`HandleOps::fail`] instead). False when
-    /// the handle is not valid.
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool>;
+    /// Store; a spent budget goes to [`HandleOps::fail`] instead), with
+    /// `error` as the row's `last_error` (SPEC §30: a pending job reads its
+    /// latest retry's error). False when the handle is not valid.
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64, error: &str) -> Result<bool>;
 
     /// Straight to dead with `error` (`job.fail`, and a retry past the
     /// budget). False when the handle is not valid.
@@ -164,10 +165,17 @@ pub trait ReadOps {
     /// (`alkstore stats URL`), never on a hot path.
     fn queue_names(&self) -> Result<Vec<String>>;
 
-    /// The earliest instant after `now` at which `queue` gains claimable work
-    /// without a commit: the earliest future `run_at` of a pending row or the
-    /// earliest deadline of a processing row. `None` when there is neither.
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>>;
+    /// How long, in seconds from the database clock's present instant read
+    /// to the sub-second, until `queue` gains claimable work without a
+    /// commit: the earliest future `run_at` of a pending row, the instant
+    /// after the earliest deadline of a processing row (`deadline + 1`: a
+    /// lease is reclaimable once `deadline < now`), or, on a rate-limited
+    /// queue (SPEC §24), the instant its oldest logged claim leaves the
+    /// window. `None` when there is none of these. Sub-second, because a
+    /// window of a fractional period opens between two whole seconds
+    /// (issue 43: a waiter told the next whole second slept through it).
+    /// The wait loop turns it into a wake ([`crate::store::waiting`]).
+    fn next_wake(&self, queue: &str) -> Result<Option<f64>>;
 }
 
 /// Pausing a queue (SPEC §18); `ops/pause.rs` in each engine. The pause is a

@@ -156,7 +156,7 @@ impl Store {
         }
         match retry_to(job, delay_s) {
             RetryTo::Dead => self.in_tx(tx, |t| self.engine.fail(t, job, &cap_error(error))),
-            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s)),
+            RetryTo::Pending { delay_s } => self.in_tx(tx, |t| self.engine.retry(t, job, delay_s, &cap_error(error))),
         }
     }
 

@@ -2,9 +2,10 @@
 //!
 //! Engine-independent: engines only feed the store's [`WakeHub`] and answer
 //! [`Engine::next_wake`]. The loop re-reads after every wake, sleeps until the
-//! earliest of a wake, the next known deadline, the safety-net poll, the
-//! caller's timeout or stop — in slices of at most [`SLICE`] so the binding
-//! can let Ctrl-C through.
+//! earliest of a wake, the next known deadline (to the millisecond: a rate
+//! window of a fractional period opens between two whole seconds), the
+//! safety-net poll, the caller's timeout or stop — in slices of at most
+//! [`SLICE`] so the binding can let Ctrl-C through.
 //!
 //! [`Engine::next_wake`]: crate::ReadOps::next_wake
 
@@ -22,7 +23,15 @@ pub const SLICE: Duration = Duration::from_millis(100);
 /// may walk a queue's scheduled rows, so a waiter woken by every commit of a
 /// busy store must not run it each time; a cached answer is re-checked at
 /// most this much later, which bounds how late a newly scheduled job can be.
+/// (The instant it named coming round is not such a commit: the waiter then
+/// asks again at once.)
 pub const NEXT_WAKE_EVERY: Duration = Duration::from_millis(100);
+
+/// How long after the instant `next_wake` names the waiter looks. SQLite's
+/// sub-second clock reads to the millisecond and a rate window's edge is
+/// compared in floating point, so a look at the very instant could still
+/// find the window shut; a millisecond later it is open.
+pub const WAKE_MARGIN: Duration = Duration::from_millis(1);
 
 /// How the caller wants to wait.
 pub struct WaitSpec<'a> {
@@ -84,12 +93,16 @@ impl Store {
                 until = until.min(g);
             }
             if let Some(q) = queue {
-                let fresh = known.is_none_or(|(asked, _)| now >= asked + NEXT_WAKE_EVERY);
+                // A cached answer goes stale with time, and once the instant
+                // it named has come: the waiter woke for it, and a look that
+                // found nothing then (another claimer was first) must learn
+                // the next instant rather than sleep on one that has passed.
+                let fresh =
+                    known.is_none_or(|(asked, due)| now >= asked + NEXT_WAKE_EVERY || due.is_some_and(|d| now >= d));
                 if fresh {
-                    let due = match self.engine().next_wake(q)? {
-                        Some(at) => Some(now + until_db_second(at, self.engine().now()?)),
-                        None => None,
-                    };
+                    // Measured from when the answer is back, so never early:
+                    // the engine read its clock before that.
+                    let due = self.engine().next_wake(q)?.and_then(|s| Instant::now().checked_add(wake_after(s)));
                     known = Some((now, due));
                     // A lease that lapsed between the attempt and that read is
                     // in neither (the read names only leases still live), so
@@ -144,6 +157,15 @@ impl Store {
     }
 }
 
+/// The sleep before a look at work due in `seconds` (the engine's
+/// `next_wake`, sub-second): that long plus [`WAKE_MARGIN`]. A negative or
+/// NaN answer is due now; one past any sleep this loop takes is capped,
+/// since the loop wakes for the safety-net poll sooner anyway.
+fn wake_after(seconds: f64) -> Duration {
+    const CAP: Duration = Duration::from_secs(86_400);
+    Duration::try_from_secs_f64(seconds.max(0.0)).map_or(CAP, |d| d.min(CAP)) + WAKE_MARGIN
+}
+
 /// How long until the database clock reaches second `at`, given it reads
 /// `now` (whole seconds, so the current second may be nearly over). Within the
 /// last second we re-check every 50 ms instead of guessing its phase.
@@ -159,6 +181,15 @@ pub(crate) fn until_db_second(at: i64, now: i64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wake_is_sub_second_and_never_early() {
+        assert_eq!(wake_after(0.25), Duration::from_millis(251));
+        assert_eq!(wake_after(1.5), Duration::from_millis(1501));
+        assert_eq!(wake_after(-0.5), WAKE_MARGIN, "past: now");
+        assert_eq!(wake_after(f64::NAN), WAKE_MARGIN);
+        assert_eq!(wake_after(1e300), Duration::from_secs(86_400) + WAKE_MARGIN, "no overflow");
+    }
 
     #[test]
     fn deadline_rounding() {

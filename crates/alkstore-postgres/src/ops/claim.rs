@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use alkstore_core::{ClaimOps, Claimed, Result};
 
 use super::slots::SlotClaim;
-use super::BURIED;
+use super::{BURIED, RECLAIM_ERROR};
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::error::pg_error;
@@ -94,6 +94,11 @@ impl Sql {
 /// probe of `limits` skips both scans, and the statement then returns one
 /// row of NULLs, which tells the caller to take the limited claim without
 /// another round trip.
+///
+/// A reclaimed lease records that it lapsed ([`RECLAIM_ERROR`]); a ready
+/// row's `last_error` is written back as it was, which costs the claim
+/// nothing it did not pay already (the UPDATE writes a whole new row
+/// version either way).
 fn claim_sql(s: &str, limit: &str) -> String {
     let bury = super::bury_step(s);
     let not_paused = format!(
@@ -123,7 +128,7 @@ fn claim_sql(s: &str, limit: &str) -> String {
                  claimed AS ( \
                    UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
                      claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-                     deadline = (SELECT t FROM n) + j.visibility_timeout_s \
+                     deadline = (SELECT t FROM n) + j.visibility_timeout_s, {RECLAIM_ERROR} \
                    FROM picked WHERE j.id = picked.id AND {BURIED} \
                    RETURNING {CLAIMED_COLS}) \
                  SELECT * FROM claimed \

@@ -37,7 +37,7 @@ pub(crate) struct Sql {
     pub(crate) ack_drop_result: String,
     /// Many handles deleted from parallel arrays.
     pub(crate) ack_many: String,
-    /// Back to pending at `now + $5`.
+    /// Back to pending at `now + $5`, `last_error = $6`.
     pub(crate) retry: String,
     /// Move a valid handle's row to dead with `last_error = $5`.
     pub(crate) fail: String,
@@ -75,12 +75,13 @@ impl Sql {
             ),
             // A pending job holds no lease (SPEC §4.4): worker_id and deadline
             // are cleared, claimed_at stays as the last claim's time, and the
-            // claim token alone fences off the old handle. Only a retry that
+            // claim token alone fences off the old handle. `$6` is its last
+            // error (SPEC §30). Only a retry that
             // is ready at once wakes waiters; a delayed one is found through
             // next_wake.
             retry: format!(
                 "{NOW} UPDATE {s}.jobs SET state = 'pending', run_at = (SELECT t FROM n) + $5::bigint, \
-                 worker_id = NULL, deadline = NULL WHERE {VALID} \
+                 worker_id = NULL, deadline = NULL, last_error = $6::text WHERE {VALID} \
                  RETURNING CASE WHEN $5::bigint <= 0 THEN {notify}::text ELSE {freed} END"
             ),
             // One statement: the DELETE and the INSERT commit together, also
@@ -135,10 +136,12 @@ pub(crate) async fn ack_plain(cx: &Ctx<'_>, sql: &str, job: &Claimed) -> Result<
     Ok(n > 0)
 }
 
-/// Back to pending after `delay` seconds (resolved by the Store, which
-/// sends a spent budget to [`fail`] instead).
-pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, delay: i64) -> Result<bool> {
-    let n = cx.execute(&cx.sql.handle.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay]).await?;
+/// Back to pending after `delay` seconds with `error` as its last error
+/// (resolved by the Store, which sends a spent budget to [`fail`] instead).
+pub(crate) async fn retry(cx: &Ctx<'_>, job: &Claimed, delay: i64, error: &str) -> Result<bool> {
+    let n = cx
+        .execute(&cx.sql.handle.retry, &[&cx.offset, &job.id, &job.worker_id, &job.claim_token, &delay, &error])
+        .await?;
     Ok(n > 0)
 }
 
@@ -167,8 +170,8 @@ impl HandleOps for PgEngine {
         self.run(tx, async |cx| ack(cx, jobs).await)
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
-        self.run(tx, async |cx| retry(cx, job, delay_s).await)
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64, error: &str) -> Result<bool> {
+        self.run(tx, async |cx| retry(cx, job, delay_s, error).await)
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {

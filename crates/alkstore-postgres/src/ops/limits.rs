@@ -23,6 +23,7 @@ use alkstore_core::rules::limits::{budget, first_scan, QueueLimits};
 use alkstore_core::{Claimed, Engine, LimitOps, Result};
 
 use super::claim::CLAIMED_COLS;
+use super::RECLAIM_ERROR;
 use crate::conn::{Ctx, NOW};
 use crate::engine::PgEngine;
 use crate::rows::{claimed, col};
@@ -57,12 +58,13 @@ pub(crate) struct Sql {
 /// `$2` queue, `$3` worker. A row is checked again after any lock wait
 /// (EvalPlanQual re-reads the `j` qualifiers): still pending, or a lease
 /// still lapsed, and the queue not paused. `slot` is empty, or sets the
-/// claimed row's slot (`slots.rs`).
+/// claimed row's slot (`slots.rs`). A reclaimed lease records that it
+/// lapsed ([`RECLAIM_ERROR`]).
 fn claim_update(s: &str, slot: &str) -> String {
     format!(
         "UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
          claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-         deadline = (SELECT t FROM n) + j.visibility_timeout_s{slot} \
+         deadline = (SELECT t FROM n) + j.visibility_timeout_s, {RECLAIM_ERROR}{slot} \
          FROM picked WHERE j.id = picked.id \
            AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
            AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \

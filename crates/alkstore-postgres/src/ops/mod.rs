@@ -64,6 +64,15 @@ pub(crate) const DEAD_SELECT: &str = "id, queue, 'dead', payload, priority, atte
                            claimed_at, deadline, worker_id, expires_at, unique_key, group_key, \
                          parents_left, on_failure, keep_result_s, has_children";
 
+/// The `last_error` a claim that may reclaim sets on its row `j` (SPEC §30,
+/// migration 0021): a lapsed lease it takes back records that it lapsed and
+/// which worker held it (SET reads the row as it was); a pending row keeps
+/// its last retry's error. The fast claim of one job never reclaims and
+/// does not carry it.
+pub(crate) const RECLAIM_ERROR: &str =
+    "last_error = CASE WHEN j.state = 'processing' THEN 'lease lapsed (worker ' || j.worker_id || ')' \
+     ELSE j.last_error END";
+
 /// `died_at` and `purge_at` of a row moving to dead.
 pub(crate) const DEAD_VALUES: &str = "(SELECT t FROM n), (SELECT t FROM n) + dead_retention_s";
 

@@ -38,16 +38,17 @@ impl Sql {
     pub(crate) fn new(s: &str) -> Self {
         Sql {
             // One statement, one snapshot: a row moving to dead is seen in
-            // exactly one of the two tables.
+            // exactly one of the two tables. A live row's last_error is its
+            // last failure (SPEC §30, migration 0021).
             get_job: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key \
                  FROM {s}.jobs WHERE id = $1::bigint AND queue = $2::text \
                  UNION ALL \
                  SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
                  FROM {s}.dead WHERE id = $1::bigint AND queue = $2::text"
             ),
             job_by_id: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key \
                  FROM {s}.jobs WHERE id = $1::bigint \
                  UNION ALL \
                  SELECT {VIEW_COLS}, 'dead', last_error, died_at, unique_key, group_key \
@@ -60,7 +61,7 @@ impl Sql {
             // For operators (ADR 0007): a backward walk of the primary key
             // that skips other queues' rows.
             live_jobs: format!(
-                "SELECT {VIEW_COLS}, state, NULL::text AS last_error, NULL::bigint AS died_at, unique_key, group_key FROM {s}.jobs \
+                "SELECT {VIEW_COLS}, state, last_error, NULL::bigint AS died_at, unique_key, group_key FROM {s}.jobs \
                  WHERE queue = $1::text AND id < $2::bigint ORDER BY id DESC LIMIT $3::bigint"
             ),
             // UNION, not UNION ALL: one name per queue. A scan of both
@@ -90,9 +91,16 @@ impl Sql {
             // the earliest future run_at is one seek per distinct priority,
             // found by a recursive skip scan, never a scan of the backlog.
             // Leases: reclaimable once `deadline < now`, i.e. at deadline + 1.
+            // Rate windows: open when their oldest logged claim leaves. All
+            // three are instants on one sub-second clock read (`h`), whose
+            // whole second `n` is what a claim at that instant compares
+            // with; the answer is how long until the first of them, to the
+            // microsecond: a window of a fractional period opens between
+            // two whole seconds (issue 43).
             next_wake: format!(
-                "WITH RECURSIVE n AS MATERIALIZED ( \
-                   SELECT floor(extract(epoch FROM clock_timestamp()))::bigint + $1::bigint AS t), \
+                "WITH RECURSIVE h AS MATERIALIZED ( \
+                   SELECT extract(epoch FROM clock_timestamp())::float8 + $1::bigint AS at), \
+                 n AS MATERIALIZED (SELECT floor((SELECT at FROM h))::bigint AS t), \
                  prio AS ( \
                    (SELECT priority FROM {s}.jobs WHERE queue = $2::text AND state = 'pending' \
                     ORDER BY priority DESC LIMIT 1) \
@@ -106,13 +114,13 @@ impl Sql {
                                 WHERE j.queue = $2::text AND j.state = 'pending' AND j.priority = prio.priority \
                                   AND j.run_at > (SELECT t FROM n) \
                                 ORDER BY j.run_at LIMIT 1)) \
-                    FROM prio WHERE prio.priority IS NOT NULL), \
+                    FROM prio WHERE prio.priority IS NOT NULL)::float8, \
                    (SELECT min(deadline) + 1 FROM {s}.jobs \
-                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n)), \
-                   (SELECT floor(min(r.at + l.rate_period_s))::bigint + 1 FROM {s}.rate_log r \
+                    WHERE queue = $2::text AND state = 'processing' AND deadline >= (SELECT t FROM n))::float8, \
+                   (SELECT min(r.at + l.rate_period_s) FROM {s}.rate_log r \
                     JOIN {s}.limits l ON l.queue = r.queue \
                     WHERE r.queue = $2::text AND l.rate_count IS NOT NULL \
-                      AND r.at > extract(epoch FROM clock_timestamp())::float8 + $1::bigint - l.rate_period_s))"
+                      AND r.at > (SELECT at FROM h) - l.rate_period_s)) - (SELECT at FROM h)"
             ),
         }
     }
@@ -168,10 +176,11 @@ pub(crate) async fn queue_names(cx: &Ctx<'_>) -> Result<Vec<String>> {
     rows.iter().map(|r| col(r, 0)).collect()
 }
 
-/// When `queue` next gains claimable work without a commit: the earliest
-/// future `run_at` of a pending row, or the second after the earliest
-/// unexpired lease ends (a lease is reclaimable once `deadline < now`).
-pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<i64>> {
+/// How long (seconds, sub-second) until `queue` next gains claimable work
+/// without a commit: the earliest future `run_at` of a pending row, the
+/// second after the earliest unexpired lease ends (a lease is reclaimable
+/// once `deadline < now`), or the opening of its rate window.
+pub(crate) async fn next_wake(cx: &Ctx<'_>, queue: &str) -> Result<Option<f64>> {
     let row = cx.query_one(&cx.sql.reads.next_wake, &[&cx.offset, &queue]).await?;
     col(&row, 0)
 }
@@ -201,7 +210,7 @@ impl ReadOps for PgEngine {
         self.run(None, async |cx| queue_names(cx).await)
     }
 
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+    fn next_wake(&self, queue: &str) -> Result<Option<f64>> {
         self.run(None, async |cx| next_wake(cx, queue).await)
     }
 }

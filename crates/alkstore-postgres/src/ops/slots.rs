@@ -39,7 +39,7 @@ use crate::prep::Arg;
 use alkstore_core::{Claimed, Result};
 
 use super::claim::CLAIMED_COLS;
-use super::BURIED;
+use super::{BURIED, RECLAIM_ERROR};
 use crate::conn::NOW;
 use crate::engine::PgEngine;
 use crate::error::pg_error;
@@ -153,7 +153,7 @@ fn claim_sql(s: &str) -> String {
          claimed AS ( \
            UPDATE {s}.jobs j SET state = 'processing', attempts = j.attempts + 1, \
              claim_token = j.claim_token + 1, worker_id = $3::text, claimed_at = (SELECT t FROM n), \
-             deadline = (SELECT t FROM n) + j.visibility_timeout_s, slot = picked.k \
+             deadline = (SELECT t FROM n) + j.visibility_timeout_s, slot = picked.k, {RECLAIM_ERROR} \
            FROM picked WHERE j.id = picked.id AND {BURIED} \
              AND (j.state = 'pending' OR (j.state = 'processing' AND j.deadline < (SELECT t FROM n))) \
              AND NOT EXISTS (SELECT 1 FROM {s}.paused WHERE queue = $2::text) \

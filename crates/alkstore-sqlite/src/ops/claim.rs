@@ -91,13 +91,15 @@ macro_rules! claim_returning {
 /// lapsed (the fast path below handles the rest), and its cost grows with
 /// the number of lapsed leases, never with the backlog. `?1` queue, `?2`
 /// worker, `?3` now, `?4` n. `INDEXED BY` pins the ready scan so no
-/// statistics can ever turn it into a scan-and-sort of every ready row.
+/// statistics can ever turn it into a scan-and-sort of every ready row. A
+/// reclaimed lease records that it lapsed (`reclaim_error!`).
 /// RETURNING order is unspecified: the caller sorts.
 pub(crate) const CLAIM: &str = concat!(
     "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
-claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
-WHERE id IN (\
+claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s, ",
+    reclaim_error!(),
+    " WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs INDEXED BY __alkstore_jobs_ready \

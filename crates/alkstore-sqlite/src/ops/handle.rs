@@ -41,13 +41,14 @@ pub(crate) const ACK_DROP_RESULT: &str =
 /// Any valid handle's row deleted: the last step of the workflow ack.
 pub(crate) const ACK_ANY: &str = concat!("DELETE FROM __alkstore_jobs WHERE ", valid_sql_now!());
 
-/// `retry` under budget: back to pending after `?5` seconds. A pending job
-/// holds no lease (SPEC §4.4): worker_id and deadline are cleared, while
-/// claimed_at stays as the last claim's time. The claim token stays too, and
-/// it alone fences off the old handle.
+/// `retry` under budget: back to pending after `?5` seconds, with `?6` as
+/// its last error (SPEC §30). A pending job holds no lease (SPEC §4.4):
+/// worker_id and deadline are cleared, while claimed_at stays as the last
+/// claim's time. The claim token stays too, and it alone fences off the old
+/// handle.
 pub(crate) const RETRY: &str = concat!(
     "UPDATE __alkstore_jobs SET state = 'pending', run_at = unixepoch() + ?4 + ?5, worker_id = NULL, \
-     deadline = NULL WHERE ",
+     deadline = NULL, last_error = ?6 WHERE ",
     valid_sql_now!()
 );
 
@@ -187,12 +188,13 @@ pub(crate) fn ack<C: Conn + ?Sized>(conn: &C, scope: Scope, offset: i64, jobs: &
     atomic(conn, Scope::Own, ack_all)
 }
 
-/// Back to pending after `delay` seconds (resolved by the Store, which
-/// sends a spent budget to [`fail`] instead). False when the handle is not valid.
-pub(crate) fn retry(conn: &Connection, offset: i64, job: &Claimed, delay: i64) -> Result<bool> {
+/// Back to pending after `delay` seconds with `error` as its last error
+/// (resolved by the Store, which sends a spent budget to [`fail`] instead).
+/// False when the handle is not valid.
+pub(crate) fn retry(conn: &Connection, offset: i64, job: &Claimed, delay: i64, error: &str) -> Result<bool> {
     let changed = conn
         .prepare_cached(RETRY)
-        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay]))
+        .and_then(|mut s| s.execute(params![job.id, job.worker_id, job.claim_token, offset, delay, error]))
         .db()?;
     Ok(changed == 1)
 }
@@ -256,9 +258,9 @@ impl HandleOps for SqliteEngine {
         self.write(tx, |c, scope| ack(c, scope, offset, jobs))
     }
 
-    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64) -> Result<bool> {
+    fn retry(&self, tx: Option<&mut dyn Tx>, job: &Claimed, delay_s: i64, error: &str) -> Result<bool> {
         let offset = self.offset();
-        self.write(tx, |c, _| retry(c, offset, job, delay_s))
+        self.write(tx, |c, _| retry(c, offset, job, delay_s, error))
     }
 
     fn fail(&self, tx: Option<&mut dyn Tx>, job: &Claimed, error: &str) -> Result<bool> {

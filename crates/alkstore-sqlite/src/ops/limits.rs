@@ -58,9 +58,11 @@ pub(crate) const LOG_ADD: &str = "UPDATE __alkstore_rate_log SET n = n + ?3 WHER
 pub(crate) const PRUNE: &str = "DELETE FROM __alkstore_rate_log WHERE queue = ?1 AND at <= ?2";
 
 /// When `?1`'s rate window next opens (its oldest logged claim leaves it),
-/// in whole seconds rounded up; `?2` hires now.
-pub(crate) const RATE_WAKE: &str =
-    "SELECT CAST(min(l.at) + m.rate_period_s AS INTEGER) + 1 FROM __alkstore_rate_log l \
+/// Unix seconds to the sub-second, as the claim compares them; `?2` hires
+/// now. Not rounded to a whole second: a window of a fractional period
+/// opens between two, and a waiter told the next whole second slept
+/// through it (issue 43).
+pub(crate) const RATE_WAKE: &str = "SELECT min(l.at) + m.rate_period_s FROM __alkstore_rate_log l \
 JOIN __alkstore_limits m ON m.queue = l.queue WHERE l.queue = ?1 AND m.rate_count IS NOT NULL \
 AND l.at > ?2 - m.rate_period_s";
 
@@ -77,7 +79,8 @@ pub(crate) const READY_BEYOND: &str = concat!(
 /// the first `?6` whose group
 /// has room under `?7` (group_concurrency, NULL: none): a row is the `nth`
 /// of its group among the candidates, and `nth` plus the group's processing
-/// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now.
+/// rows must stay within the limit. `?1` queue, `?2` worker, `?3` now. A
+/// reclaimed lease records that it lapsed (`reclaim_error!`).
 ///
 /// Each LIMIT is `0 + ?n`, not a bare `?n`, and the ready scan's queue is
 /// `CAST(?1 AS TEXT)` (as in the fast path's scan): SQLite's planner reads a bare bound LIMIT, and the bare queue
@@ -89,8 +92,9 @@ pub(crate) const READY_BEYOND: &str = concat!(
 pub(crate) const CLAIM: &str = concat!(
     "\
 UPDATE __alkstore_jobs SET state = 'processing', attempts = attempts + 1, \
-claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s \
-WHERE id IN (\
+claim_token = claim_token + 1, worker_id = ?2, claimed_at = ?3, deadline = ?3 + visibility_timeout_s, ",
+    reclaim_error!(),
+    " WHERE id IN (\
 SELECT id FROM (\
 SELECT id, priority, run_at FROM __alkstore_jobs \
 WHERE queue = ?1 AND state = 'processing' AND deadline < ?3 AND attempts < max_attempts \
@@ -130,7 +134,8 @@ pub(crate) fn get(conn: &Connection, queue: &str) -> Result<Option<QueueLimits>>
         .db()
 }
 
-fn hires_now(conn: &Connection, offset: i64) -> Result<f64> {
+/// The clock with sub-second precision (to the millisecond), offset included.
+pub(crate) fn hires_now(conn: &Connection, offset: i64) -> Result<f64> {
     conn.prepare_cached(HIRES_NOW).and_then(|mut s| s.query_row([offset], |r| r.get(0))).db()
 }
 
@@ -200,10 +205,10 @@ pub(crate) fn claim(
     })
 }
 
-/// When `queue`'s rate window next opens (None: no rate, or nothing logged).
-pub(crate) fn rate_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
-    let t = hires_now(conn, offset)?;
-    conn.prepare_cached(RATE_WAKE).and_then(|mut s| s.query_row(params![queue, t], |r| r.get(0))).db()
+/// When `queue`'s rate window next opens, seen at hires `now` (None: no
+/// rate, or nothing logged).
+pub(crate) fn rate_wake(conn: &Connection, now: f64, queue: &str) -> Result<Option<f64>> {
+    conn.prepare_cached(RATE_WAKE).and_then(|mut s| s.query_row(params![queue, now], |r| r.get(0))).db()
 }
 
 impl LimitOps for SqliteEngine {

@@ -44,6 +44,18 @@ macro_rules! pending_run {
     };
 }
 
+/// The `last_error` a claim that may reclaim sets (SPEC §30, migration
+/// 0021): a lapsed lease it takes back records that it lapsed and which
+/// worker held it (SET reads the row as it was); a pending row keeps its
+/// last retry's error. The fast path never reclaims, so the per-op claim
+/// neither reads nor writes the column.
+macro_rules! reclaim_error {
+    () => {
+        "last_error = CASE WHEN state = 'processing' THEN 'lease lapsed (worker ' || worker_id || ')' \
+         ELSE last_error END"
+    };
+}
+
 /// The columns a move to dead copies; the SELECT side is `live_to_dead!`.
 macro_rules! insert_dead {
     () => {

@@ -6,7 +6,6 @@
 use alkstore_core::{Job, QueueStats, ReadOps, Result, Tx};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::conn::now;
 use crate::engine::SqliteEngine;
 use crate::error::DbResult;
 use crate::rows;
@@ -20,21 +19,22 @@ macro_rules! job_cols {
 }
 
 /// `get_job`: the live row or else the dead one, this queue only (an id lives
-/// in exactly one of the two tables).
+/// in exactly one of the two tables). A live row's `last_error` is its last
+/// failure (SPEC §30, migration 0021); only a dead row has `died_at`.
 pub(crate) const GET_JOB: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2 UNION ALL SELECT ",
+    ", last_error, NULL FROM __alkstore_jobs WHERE id = ?1 AND queue = ?2 UNION ALL SELECT ",
     job_cols!(),
     ", last_error, died_at FROM __alkstore_dead WHERE id = ?1 AND queue = ?2"
 );
 
 /// `job_by_id`: the row with id `?1`, live or else dead, whatever its queue:
-/// a primary-key probe of each table.
+/// a primary-key probe of each table (a live row's `last_error` as in [`GET_JOB`]).
 pub(crate) const JOB_BY_ID: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE id = ?1 UNION ALL SELECT ",
+    ", last_error, NULL FROM __alkstore_jobs WHERE id = ?1 UNION ALL SELECT ",
     job_cols!(),
     ", last_error, died_at FROM __alkstore_dead WHERE id = ?1"
 );
@@ -52,7 +52,7 @@ pub(crate) const DEAD_JOBS: &str = concat!(
 pub(crate) const LIVE_JOBS: &str = concat!(
     "SELECT ",
     job_cols!(),
-    ", NULL, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
+    ", last_error, NULL FROM __alkstore_jobs WHERE queue = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3"
 );
 
 /// `queue_names` (ADR 0007): every queue that ever had a job (migration
@@ -170,21 +170,26 @@ pub(crate) fn queue_names(conn: &Connection) -> Result<Vec<String>> {
     names.collect::<rusqlite::Result<Vec<String>>>().db()
 }
 
-/// When `queue` next gains claimable work without a commit; see [`NEXT_WAKE`].
+/// How long until `queue` next gains claimable work without a commit (see
+/// [`NEXT_WAKE`]), in seconds from one sub-second clock read: the whole
+/// seconds of `run_at` and `deadline + 1` are instants on that clock too.
 /// A rate-limited queue (SPEC §24) also gains claimable work when its rate
 /// window opens.
-pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<i64>> {
-    let now = now(conn, offset)?;
+pub(crate) fn next_wake(conn: &Connection, offset: i64, queue: &str) -> Result<Option<f64>> {
+    let hires = super::limits::hires_now(conn, offset)?;
+    // The whole second the claim's `unixepoch()` reads at the same instant.
+    let now = hires.floor() as i64;
     let due: Option<i64> = conn
         .prepare_cached(NEXT_WAKE)
         .and_then(|mut s| s.query_row(rusqlite::params![queue, now], |r| r.get(0)).optional())
         .db()
         .map(Option::flatten)?;
-    let opens = super::limits::rate_wake(conn, offset, queue)?;
-    Ok(match (due, opens) {
+    let opens = super::limits::rate_wake(conn, hires, queue)?;
+    let first = match (due.map(|d| d as f64), opens) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
-    })
+    };
+    Ok(first.map(|at| at - hires))
 }
 
 impl ReadOps for SqliteEngine {
@@ -213,7 +218,7 @@ impl ReadOps for SqliteEngine {
         self.conns.with_reader(queue_names)
     }
 
-    fn next_wake(&self, queue: &str) -> Result<Option<i64>> {
+    fn next_wake(&self, queue: &str) -> Result<Option<f64>> {
         let offset = self.offset();
         self.conns.with_reader(|c| next_wake(c, offset, queue))
     }

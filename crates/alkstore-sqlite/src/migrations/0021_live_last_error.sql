@@ -1,0 +1,12 @@
+-- 0021: a live job keeps its last failure (SPEC §30, issue 43).
+--
+-- Until now only a dead row had a last_error; a job retried by job.retry,
+-- Retry(error=), a handler's exception, a timeout or an unknown task name
+-- read None while pending, although the docs promised its error. A retry
+-- writes its error here, and a claim that reclaims a lapsed lease records
+-- the lapse; a release or snooze keeps it. The plain claim and the ack
+-- never read or write it. A dead row's own last_error is unchanged: the
+-- reason it died for (a fail's error, 'attempts exhausted', 'expired', the
+-- parent that failed). Nullable, added last: rows written before read NULL,
+-- and a row that never failed stores one NULL header byte for it.
+ALTER TABLE __alkstore_jobs ADD COLUMN last_error TEXT;
