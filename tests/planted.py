@@ -6,10 +6,11 @@ as an older version, another tool or a hand in ``psql`` could."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from tests.conftest import Target, pg_admin_connect
 
-__all__ = ["BIG_INT", "DEEP", "plant"]
+__all__ = ["BIG_INT", "DEEP", "plant", "raw"]
 
 #: A task's payload whose arguments nest 3,000 deep: past CPython's decoder.
 DEEP = '{"task": "tasks_app.shout", "args": [' + "[" * 3000 + "]" * 3000 + "]}"
@@ -54,3 +55,17 @@ def _insert(conn: object, table: str, names: list[str], ph: str, queue: str, tex
     row = conn.execute(sql, (text, queue)).fetchone()  # type: ignore[attr-defined]
     assert row is not None, f"no job of {queue!r} to copy: enqueue one first"
     return int(row[0])
+
+
+def raw(target: Target, statements: Sequence[str]) -> None:
+    """Runs SQL on the store's database outside alkstore (``__alkstore_`` names
+    a table of the store: the prefix on SQLite, the schema on Postgres)."""
+    if target.engine == "sqlite":
+        with sqlite3.connect(target.location) as conn:
+            for sql in statements:
+                conn.execute(sql)
+        conn.close()
+        return
+    with pg_admin_connect() as pg:
+        for sql in statements:
+            pg.execute(sql.replace("__alkstore_", f'"{target.schema}".').encode())

@@ -303,11 +303,11 @@ def test_a_postgres_schema_without_a_store_is_one_line_and_not_created(command: 
         drop_schema(schema)
 
 
-def test_a_store_of_an_older_version_is_not_upgraded_by_a_read(target: Target, store: Store) -> None:
+def test_a_pre_release_store_is_refused_by_a_read(target: Target, store: Store) -> None:
     store.queue("q").enqueue({})
     store.close()
     meta = "__alkstore_meta" if target.schema is None else f'"{target.schema}".meta'
-    set_v2 = f"UPDATE {meta} SET value = '2' WHERE key = 'schema_version'"
+    set_v2 = f"UPDATE {meta} SET value = '22' WHERE key = 'schema_version'"
     read_v = f"SELECT value FROM {meta} WHERE key = 'schema_version'"
     if target.schema is None:
         conn = sqlite3.connect(target.location)
@@ -317,7 +317,7 @@ def test_a_store_of_an_older_version_is_not_upgraded_by_a_read(target: Target, s
     else:
         with pg_admin_connect() as pg:
             pg.execute(set_v2)
-    assert_one_line_error(cli("stats", *store_args(target)), "version 2", "upgrade")
+    assert_one_line_error(cli("stats", *store_args(target)), "schema version 22", "pre-release build")
     if target.schema is None:
         conn = sqlite3.connect(target.location)
         version = conn.execute(read_v).fetchone()
@@ -325,7 +325,7 @@ def test_a_store_of_an_older_version_is_not_upgraded_by_a_read(target: Target, s
     else:
         with pg_admin_connect() as pg:
             version = pg.execute(read_v).fetchone()
-    assert version == ("2",)
+    assert version == ("22",)
 
 
 def test_a_bad_url_is_one_line(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from alkstore import Job, Queue, Store
 from tests.conftest import Target
-from tests.rewind import raw
+from tests.planted import raw
 from tests.test_cli import cli, helpers_path, json_out, store_args
 
 PROGRESS = re.compile(r"^(requeued|purged) (\d+) \(total (\d+)\)")

@@ -14,7 +14,6 @@ from psycopg.types.json import Jsonb
 
 import alkstore
 from tests.conftest import PG_URL, Target
-from tests.rewind import rewind
 from tests.workers import claimed_after
 
 
@@ -71,14 +70,6 @@ def test_a_bad_argument_is_a_22023_error_and_writes_nothing(store: alkstore.Stor
             ("emails", Jsonb({})),
         )
     assert store.queues() == []
-
-
-def test_an_existing_store_gains_the_function_when_it_upgrades(store: alkstore.Store, target: Target) -> None:
-    rewind(target, 3)
-    target.open().close()
-    with psycopg.connect(PG_URL, autocommit=True) as app:
-        row = app.execute(enqueue_sql(target), ("emails", Jsonb({}), 0)).fetchone()
-    assert row is not None and store.queue("emails").get_job(row[0]) is not None
 
 
 def test_the_function_takes_a_group_key(store: alkstore.Store, target: Target) -> None:

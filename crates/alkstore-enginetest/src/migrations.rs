@@ -5,20 +5,21 @@ use std::path::Path;
 
 use crate::TestResult;
 
-/// Migration N is `<dir>/000N_*.sql`: every file is listed, in increasing
-/// order from 1 with no gap, and `schema_version` is the last number.
-pub fn numbered_one_to_n(dir: &Path, migrations: &[(i64, &str)], schema_version: i64) -> TestResult {
+/// Migration N is `<dir>/0N_*.sql` (four digits): every file is listed, in
+/// increasing order from `first` (the baseline) with no gap, and
+/// `schema_version` is the last number.
+pub fn numbered_from(dir: &Path, first: i64, migrations: &[(i64, &str)], schema_version: i64) -> TestResult {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         files.push(entry?.file_name().into_string().map_err(|n| format!("not UTF-8: {n:?}"))?);
     }
     files.sort();
     assert_eq!(files.len(), migrations.len(), "{files:?}");
-    for ((file, (n, sql)), want) in files.iter().zip(migrations).zip(1..) {
+    for ((file, (n, sql)), want) in files.iter().zip(migrations).zip(first..) {
         assert_eq!(*n, want, "{file}");
         assert!(file.starts_with(&format!("{want:04}_")) && file.ends_with(".sql"), "{file}");
         assert_eq!(std::fs::read_to_string(dir.join(file))?, *sql, "{file} is not migration {want}");
     }
-    assert_eq!(schema_version, i64::try_from(migrations.len())?);
+    assert_eq!(schema_version, first + i64::try_from(migrations.len())? - 1);
     Ok(())
 }

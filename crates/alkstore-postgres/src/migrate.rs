@@ -1,12 +1,14 @@
-//! Creating and upgrading the engine-owned schema at open.
+//! Creating and upgrading the engine-owned schema at open: the baseline
+//! (ADR 0037) and the migrations after it.
 //!
-//! The migrations are numbered like SQLite's (0001, …) and applied in one
-//! transaction that first takes a transaction-scoped advisory lock keyed on
-//! the schema name: two processes opening a fresh database at once queue on
-//! the lock, and the second finds the work done. The `meta` table holding
-//! `schema_version` is created by this bootstrap rather than by a migration,
-//! because the version must be readable before any migration runs.
+//! The migrations are applied in one transaction that first takes a
+//! transaction-scoped advisory lock keyed on the schema name: two processes
+//! opening a fresh database at once queue on the lock, and the second finds
+//! the work done. The `meta` table holding `schema_version` is created by
+//! this bootstrap rather than by a migration, because the version must be
+//! readable before any migration runs.
 
+use alkstore_core::open::schema::{check_version, BASELINE};
 use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::types::Type;
@@ -16,35 +18,13 @@ use alkstore_core::rules::payload::{self, Refusal};
 use crate::error::pg_error;
 use crate::ops::quote_ident;
 
-/// The migrations this build knows, in order: migration N is
-/// `migrations/000N_*.sql`, with the placeholders [`render`] fills in.
-/// Never change what a released one leaves behind: add the next number
-/// instead. (A SQL function's text lives in `functions/`, and every
-/// migration that (re)defines it writes in its current text.)
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("migrations/0001_init.sql")),
-    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
-    (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
-    (4, include_str!("migrations/0004_enqueue_function.sql")),
-    (5, include_str!("migrations/0005_store_id.sql")),
-    (6, include_str!("migrations/0006_unique_pause.sql")),
-    (7, include_str!("migrations/0007_completions.sql")),
-    (8, include_str!("migrations/0008_queues.sql")),
-    (9, include_str!("migrations/0009_cron_schedules.sql")),
-    (10, include_str!("migrations/0010_limits.sql")),
-    (11, include_str!("migrations/0011_slots.sql")),
-    (12, include_str!("migrations/0012_workflows.sql")),
-    (13, include_str!("migrations/0013_linked_enqueue.sql")),
-    (14, include_str!("migrations/0014_fan_in_ack.sql")),
-    (15, include_str!("migrations/0015_fan_in_frames.sql")),
-    (16, include_str!("migrations/0016_sole_child.sql")),
-    (17, include_str!("migrations/0017_sole_acked_function.sql")),
-    (18, include_str!("migrations/0018_live_index.sql")),
-    (19, include_str!("migrations/0019_fan_in_run.sql")),
-    (20, include_str!("migrations/0020_failure_cascade.sql")),
-    (21, include_str!("migrations/0021_live_last_error.sql")),
-    (22, include_str!("migrations/0022_payload_limits.sql")),
-];
+/// The migrations this build knows, in order: the baseline, numbered
+/// [`BASELINE`], then each later one, migration N being
+/// `migrations/0N_*.sql`, with the placeholders [`render`] fills in. Never
+/// change what a released one leaves behind: add the next number instead.
+/// (A SQL function's text lives in `functions/`, and every migration that
+/// (re)defines it writes in its current text.)
+const MIGRATIONS: &[(i64, &str)] = &[(BASELINE, include_str!("migrations/0100_baseline.sql"))];
 
 /// The current definition of `<schema>.enqueue(...)`, for `__ENQUEUE_FUNCTION__`.
 const ENQUEUE_FUNCTION: &str = include_str!("functions/enqueue.sql");
@@ -81,18 +61,19 @@ fn payload_message(why: &Refusal) -> String {
 }
 
 /// The schema version this build writes: the last migration's number. A
-/// store with a higher one was written by a newer alkstore and is refused.
+/// store with a higher one was written by a newer alkstore, and one below
+/// the baseline by a pre-release build: both are refused.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// The store's identity as a SQL expression over the `meta` row whose key is
-/// `store_id`: the random id of migration 0005 joined with the oid of the
+/// `store_id`: the random id the baseline wrote joined with the oid of the
 /// database it is in, so a database created from this one as a `TEMPLATE`
 /// (which keeps the id) is still another store (ADR 0015). The foreign
 /// statements' guard computes the same on the caller's connection.
 pub(crate) const STORE_IDENTITY: &str =
     "value || '@' || (SELECT oid::text FROM pg_catalog.pg_database WHERE datname = current_database())";
 
-/// The identity of the store in `schema` (migration 0005, ADR 0015), read once at open.
+/// The identity of the store in `schema` (ADR 0015), read once at open.
 pub async fn store_id(client: &ClientWrapper, schema: &str) -> Result<String> {
     let sql = format!("SELECT {STORE_IDENTITY} FROM {}.meta WHERE key = 'store_id'", quote_ident(schema));
     // Unnamed, as every statement outside a transaction that a transaction
@@ -103,8 +84,16 @@ pub async fn store_id(client: &ClientWrapper, schema: &str) -> Result<String> {
     row.try_get(0).map_err(|e| pg_error(&e))
 }
 
-/// Brings `schema` to [`SCHEMA_VERSION`], or refuses a newer one.
+/// Brings `schema` to [`SCHEMA_VERSION`], or refuses a newer one and a
+/// pre-release one.
 pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
+    migrate_with(client, schema, MIGRATIONS).await
+}
+
+/// [`migrate`] with the given list (a test adds a migration after the
+/// baseline): the schema ends at the list's last number.
+async fn migrate_with(client: &mut ClientWrapper, schema: &str, migrations: &[(i64, &str)]) -> Result<()> {
+    let known = migrations[migrations.len() - 1].0;
     let pg = |e: tokio_postgres::Error| pg_error(&e);
     let quoted = quote_ident(schema);
     let tx = client.transaction().await.map_err(pg)?;
@@ -149,31 +138,26 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
     let row =
         tx.query_typed_opt(&format!("SELECT value FROM {meta} WHERE key = 'schema_version'"), &[]).await.map_err(pg)?;
     let current = match row {
-        None => 0,
+        None => None,
         Some(r) => {
             let text: String = r.get(0);
-            text.parse::<i64>().map_err(|_| {
+            Some(text.parse::<i64>().map_err(|_| {
                 Error::database(
                     None,
                     format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"),
                 )
-            })?
+            })?)
         }
     };
-    if current > SCHEMA_VERSION {
-        return Err(Error::database(
-            None,
-            format!(
-                "schema {quoted} was written by a newer alkstore (schema version {current}; this build knows up to \
-                 {SCHEMA_VERSION}); refusing to open it — upgrade alkstore"
-            ),
-        ));
+    if let Some(v) = current {
+        // Refused before anything is written: the transaction rolls back.
+        refuse(v, known, &quoted)?;
+        if v == known {
+            // Nothing to change; the transaction (and the lock) end here.
+            return tx.commit().await.map_err(pg);
+        }
     }
-    if current == SCHEMA_VERSION {
-        // Nothing to change; the transaction (and the lock) end here.
-        return tx.commit().await.map_err(pg);
-    }
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    for (version, sql) in migrations.iter().filter(|(v, _)| current.is_none_or(|c| *v > c)) {
         tx.batch_execute(&render(sql, schema, &quoted)).await.map_err(|e| {
             let mut err = pg_error(&e);
             if let Error::Database { message, .. } = &mut err {
@@ -187,11 +171,22 @@ pub async fn migrate(client: &mut ClientWrapper, schema: &str) -> Result<()> {
             "INSERT INTO {meta} (key, value) VALUES ('schema_version', $1::text) \
              ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
         ),
-        &[(&SCHEMA_VERSION.to_string(), Type::TEXT)],
+        &[(&known.to_string(), Type::TEXT)],
     )
     .await
     .map_err(pg)?;
     tx.commit().await.map_err(pg)
+}
+
+/// Core's rule for which versions open (newer and pre-release stores are
+/// refused), with this engine's words for the store and what to open instead.
+fn refuse(version: i64, known: i64, quoted: &str) -> Result<()> {
+    check_version(
+        version,
+        known,
+        &format!("schema {quoted}"),
+        "a new schema (another name; or drop this one with its tables once its jobs are done)",
+    )
 }
 
 /// For `must_exist` opens: `schema` must already hold a store of exactly
@@ -225,17 +220,13 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
     let version = text.parse::<i64>().map_err(|_| {
         Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
     })?;
+    refuse(version, SCHEMA_VERSION, &quoted)?;
     if version != SCHEMA_VERSION {
-        let what = if version > SCHEMA_VERSION {
-            "upgrade alkstore to read it"
-        } else {
-            "open it once with alkstore.open() (a worker does) to upgrade it"
-        };
         return Err(Error::database(
             None,
             format!(
-                "schema {quoted} has schema version {version} and this alkstore writes {SCHEMA_VERSION}: {what}; \
-                 this command writes nothing"
+                "schema {quoted} has schema version {version} and this alkstore writes {SCHEMA_VERSION}: open it \
+                 once with alkstore.open() (a worker does) to upgrade it; this command writes nothing"
             ),
         ));
     }
@@ -245,10 +236,94 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{admin_url, TestResult};
 
     #[test]
-    fn migration_files_are_numbered_one_to_n() -> alkstore_enginetest::TestResult {
+    fn migration_files_are_numbered_from_the_baseline() -> alkstore_enginetest::TestResult {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
-        alkstore_enginetest::migrations::numbered_one_to_n(&dir, MIGRATIONS, SCHEMA_VERSION)
+        alkstore_enginetest::migrations::numbered_from(&dir, BASELINE, MIGRATIONS, SCHEMA_VERSION)
+    }
+
+    /// Runs `f` on a pooled client of the test server with a fresh schema
+    /// name, then drops that schema; Ok(()) without a server (unless one is
+    /// required).
+    fn with_schema(f: impl AsyncFnOnce(&mut ClientWrapper, &str) -> TestResult) -> TestResult {
+        let Some(url) = admin_url()? else { return Ok(()) };
+        let schema = format!("t_migrate_{:08x}", rand::random::<u32>());
+        let config: tokio_postgres::Config = url.parse()?;
+        let pool = crate::pool::build(config, 1)?;
+        let result = crate::runtime::block_on(async {
+            let mut client = pool.get().await?;
+            let r = f(&mut client, &schema).await;
+            client.batch_execute(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE")).await?;
+            r
+        })?;
+        pool.close();
+        result
+    }
+
+    async fn version(client: &ClientWrapper, schema: &str) -> std::result::Result<String, tokio_postgres::Error> {
+        let sql = format!("SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'");
+        Ok(client.query_one(&sql, &[]).await?.get(0))
+    }
+
+    /// A migration after the baseline: a store of the baseline gets it (and
+    /// keeps its rows), and a build without it then refuses the store as newer.
+    #[test]
+    fn a_migration_after_the_baseline_applies_from_it() -> TestResult {
+        with_schema(async |client, schema| {
+            let later: &[(i64, &str)] =
+                &[MIGRATIONS[0], (BASELINE + 1, "CREATE TABLE __SCHEMA__.added_in_a_test (x bigint)")];
+            migrate(client, schema).await?;
+            assert_eq!(version(client, schema).await?, BASELINE.to_string());
+            client
+                .batch_execute(&format!(
+                    "INSERT INTO \"{schema}\".jobs (queue, state, payload, priority, attempts, max_attempts, \
+                     claim_token, visibility_timeout_s, backoff_base_s, enqueued_at, run_at) \
+                     VALUES ('q', 'pending', '{{}}', 0, 0, 3, 0, 30, 5, 0, 0)"
+                ))
+                .await?;
+            migrate_with(client, schema, later).await?;
+            migrate_with(client, schema, later).await?;
+            assert_eq!(version(client, schema).await?, (BASELINE + 1).to_string());
+            let row = client
+                .query_one(&format!("SELECT count(*) FROM \"{schema}\".jobs, \"{schema}\".added_in_a_test"), &[])
+                .await;
+            assert!(row.is_ok(), "the added table exists: {row:?}");
+            let kept: i64 = client.query_one(&format!("SELECT count(*) FROM \"{schema}\".jobs"), &[]).await?.get(0);
+            assert_eq!(kept, 1);
+            let err = migrate(client, schema).await.err().ok_or("a newer schema must be refused")?.to_string();
+            assert!(
+                err.contains("written by a newer alkstore (schema version 101; this alkstore knows up to 100)"),
+                "{err}"
+            );
+            Ok(())
+        })
+    }
+
+    /// A schema a pre-release build made is refused, saying so, and nothing
+    /// is written to it.
+    #[test]
+    fn a_pre_release_schema_is_refused_and_left_as_it_was() -> TestResult {
+        with_schema(async |client, schema| {
+            client
+                .batch_execute(&format!(
+                    "CREATE SCHEMA \"{schema}\"; \
+                     CREATE TABLE \"{schema}\".meta (key text PRIMARY KEY, value text NOT NULL); \
+                     INSERT INTO \"{schema}\".meta VALUES ('schema_version', '22'); \
+                     CREATE TABLE \"{schema}\".jobs (id bigint PRIMARY KEY)"
+                ))
+                .await?;
+            let err = migrate(client, schema).await.err().ok_or("a pre-release schema must be refused")?.to_string();
+            assert!(err.contains("was made by a pre-release build of alkstore (schema version 22)"), "{err}");
+            assert_eq!(version(client, schema).await?, "22");
+            let tables: i64 = client
+                .query_one("SELECT count(*) FROM pg_tables WHERE schemaname = $1::text", &[&schema])
+                .await?
+                .get(0);
+            assert_eq!(tables, 2, "nothing created");
+            assert!(check_existing(client, schema).await.is_err());
+            Ok(())
+        })
     }
 }

@@ -12,6 +12,21 @@ use crate::runtime;
 /// What every unit test returns.
 pub type TestResult = std::result::Result<(), Box<dyn std::error::Error>>;
 
+/// The test server's URL once it answers; None when none answers and
+/// `ALKSTORE_REQUIRE_POSTGRES` is not 1 (the test then passes, saying so).
+pub fn admin_url() -> std::result::Result<Option<String>, Box<dyn std::error::Error>> {
+    let url = std::env::var("ALKSTORE_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgresql://postgres@127.0.0.1:5432/test".to_owned());
+    match runtime::block_on(tokio_postgres::connect(&url, NoTls))? {
+        Ok(_) => Ok(Some(url)),
+        Err(e) if std::env::var("ALKSTORE_REQUIRE_POSTGRES").as_deref() != Ok("1") => {
+            eprintln!("skipped: no Postgres at ALKSTORE_TEST_DATABASE_URL ({e})");
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// A migrated fresh schema plus a raw client for EXPLAIN.
 pub struct Fixture {
     /// Created the schema's tables; closed when the fixture drops.

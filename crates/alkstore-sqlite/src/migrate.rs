@@ -1,42 +1,22 @@
-//! Numbered schema migrations, applied once each under the write lock, with
-//! the highest applied number recorded as `schema_version` in `__alkstore_meta`.
+//! The store's schema: the baseline (ADR 0037) and the migrations after it,
+//! each applied once under the write lock, with the highest applied number
+//! recorded as `schema_version` in `__alkstore_meta`.
 
+use alkstore_core::open::schema::{check_version, BASELINE};
 use alkstore_core::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::conn::{atomic, Scope};
 use crate::error::DbResult;
 
-/// The migrations this build knows, in order: migration N is
-/// `migrations/000N_*.sql`. Never edit a released one: add the next number
-/// instead.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("migrations/0001_init.sql")),
-    (2, include_str!("migrations/0002_locks_schedules_streams.sql")),
-    (3, include_str!("migrations/0003_pending_holds_no_lease.sql")),
-    (4, include_str!("migrations/0004_store_id.sql")),
-    (5, include_str!("migrations/0005_stream_head_follows.sql")),
-    (6, include_str!("migrations/0006_unique_pause.sql")),
-    (7, include_str!("migrations/0007_completions.sql")),
-    (8, include_str!("migrations/0008_queues.sql")),
-    (9, include_str!("migrations/0009_cron_schedules.sql")),
-    (10, include_str!("migrations/0010_limits.sql")),
-    (11, include_str!("migrations/0011_slots.sql")),
-    (12, include_str!("migrations/0012_workflows.sql")),
-    (13, include_str!("migrations/0013_linked_enqueue.sql")),
-    (14, include_str!("migrations/0014_fan_in_release.sql")),
-    (15, include_str!("migrations/0015_fan_in_frames.sql")),
-    (16, include_str!("migrations/0016_sole_child.sql")),
-    (17, include_str!("migrations/0017_sole_acked_function.sql")),
-    (18, include_str!("migrations/0018_live_index.sql")),
-    (19, include_str!("migrations/0019_fan_in_run.sql")),
-    (20, include_str!("migrations/0020_failure_cascade.sql")),
-    (21, include_str!("migrations/0021_live_last_error.sql")),
-    (22, include_str!("migrations/0022_payload_limits.sql")),
-];
+/// The migrations this build knows, in order: the baseline, numbered
+/// [`BASELINE`], then each later one, migration N being
+/// `migrations/0N_*.sql`. Never edit a released one: add the next number.
+const MIGRATIONS: &[(i64, &str)] = &[(BASELINE, include_str!("migrations/0100_baseline.sql"))];
 
 /// The schema version this build writes: the last migration's number. A
-/// store with a higher one was written by a newer alkstore and is refused.
+/// store with a higher one was written by a newer alkstore, and one below
+/// the baseline by a pre-release build: both are refused.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 const CREATE_META: &str = "CREATE TABLE IF NOT EXISTS __alkstore_meta (key TEXT PRIMARY KEY, value TEXT)";
@@ -45,26 +25,34 @@ const READ_VERSION: &str = "SELECT value FROM __alkstore_meta WHERE key = 'schem
 const WRITE_VERSION: &str = "INSERT INTO __alkstore_meta (key, value) VALUES ('schema_version', ?1) \
      ON CONFLICT (key) DO UPDATE SET value = excluded.value";
 
-/// The store's identity: the id of migration 0004 and the file as SQLite
+/// The store's identity: the id the baseline wrote and the file as SQLite
 /// resolves its path (symlinks and `..` followed), so a copy of the file,
 /// which keeps the id, is still another store. The foreign statements'
 /// guard ([`crate::ops::enqueue::FOREIGN`]) computes the same expression on
 /// the caller's connection.
 const READ_STORE_ID: &str = concat!("SELECT ", store_identity!(), " FROM __alkstore_meta WHERE key = 'store_id'");
 
-/// The store's identity (migration 0004, ADR 0015), read once at open.
+/// The store's identity (ADR 0015), read once at open.
 pub(crate) fn store_id(conn: &Connection) -> Result<String> {
     let id: Option<String> = conn.query_row(READ_STORE_ID, [], |r| r.get(0)).optional().db()?;
     id.ok_or_else(|| Error::database(None, "__alkstore_meta has no store_id row".to_owned()))
 }
 
-/// Brings the file to [`SCHEMA_VERSION`], or refuses a newer one.
+/// Brings the file to [`SCHEMA_VERSION`], or refuses a newer one and a
+/// pre-release one.
 pub(crate) fn migrate(conn: &Connection) -> Result<()> {
+    migrate_with(conn, MIGRATIONS)
+}
+
+/// [`migrate`] with the given list (a test adds a migration after the
+/// baseline): the file ends at the list's last number.
+fn migrate_with(conn: &Connection, migrations: &[(i64, &str)]) -> Result<()> {
+    let known = migrations[migrations.len() - 1].0;
     // The common case (already current) needs no write lock, so opening a
     // busy store does not queue behind its writers.
     if let Some(v) = read_version(conn)? {
-        refuse_newer(v)?;
-        if v == SCHEMA_VERSION {
+        refuse(v, known)?;
+        if v == known {
             return Ok(());
         }
     }
@@ -72,14 +60,16 @@ pub(crate) fn migrate(conn: &Connection) -> Result<()> {
     // after the other; the second re-reads the version and finds nothing to do.
     atomic(conn, Scope::Own, |c| {
         c.execute_batch(CREATE_META).db()?;
-        let current = read_version(c)?.unwrap_or(0);
-        refuse_newer(current)?;
-        for (n, sql) in MIGRATIONS {
-            if *n > current {
+        let current = read_version(c)?;
+        if let Some(v) = current {
+            refuse(v, known)?;
+        }
+        for (n, sql) in migrations {
+            if current.is_none_or(|v| *n > v) {
                 c.execute_batch(sql).db()?;
             }
         }
-        c.execute(WRITE_VERSION, [SCHEMA_VERSION.to_string()]).db()?;
+        c.execute(WRITE_VERSION, [known.to_string()]).db()?;
         Ok(())
     })
 }
@@ -94,7 +84,7 @@ pub(crate) fn check_existing(conn: &Connection) -> Result<()> {
             "not an alkstore store: the file has no alkstore tables (nothing was written to it)",
         ));
     };
-    refuse_newer(v)?;
+    refuse(v, SCHEMA_VERSION)?;
     if v < SCHEMA_VERSION {
         return Err(Error::database(
             None,
@@ -105,6 +95,16 @@ pub(crate) fn check_existing(conn: &Connection) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Refuses, before anything is written (even the switch to WAL), a file
+/// whose schema version this build does not open: a pre-release or a newer
+/// store. A file without a version (new, or not a store yet) passes.
+pub(crate) fn refuse_unopenable(conn: &Connection) -> Result<()> {
+    match read_version(conn)? {
+        Some(v) if v != SCHEMA_VERSION => refuse(v, SCHEMA_VERSION),
+        _ => Ok(()),
+    }
 }
 
 fn read_version(conn: &Connection) -> Result<Option<i64>> {
@@ -121,17 +121,10 @@ fn read_version(conn: &Connection) -> Result<Option<i64>> {
     }
 }
 
-fn refuse_newer(version: i64) -> Result<()> {
-    if version > SCHEMA_VERSION {
-        return Err(Error::database(
-            None,
-            format!(
-                "the database was written by a newer alkstore (schema version {version}, this \
-                 alkstore knows up to {SCHEMA_VERSION}); upgrade alkstore to open it"
-            ),
-        ));
-    }
-    Ok(())
+/// Core's rule for which versions open (newer and pre-release stores are
+/// refused), with this engine's words for the store and what to open instead.
+fn refuse(version: i64, known: i64) -> Result<()> {
+    check_version(version, known, "the store file", "a new file (move this one aside)")
 }
 
 #[cfg(test)]
@@ -139,76 +132,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn migration_files_are_numbered_one_to_n() -> alkstore_enginetest::TestResult {
+    fn migration_files_are_numbered_from_the_baseline() -> alkstore_enginetest::TestResult {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
-        alkstore_enginetest::migrations::numbered_one_to_n(&dir, MIGRATIONS, SCHEMA_VERSION)
+        alkstore_enginetest::migrations::numbered_from(&dir, BASELINE, MIGRATIONS, SCHEMA_VERSION)
     }
 
-    /// id, worker_id, deadline, claimed_at.
-    type LeaseRow = (i64, Option<String>, Option<i64>, Option<i64>);
+    /// The table a test's migration after the baseline adds.
+    const ADDED: &str = "CREATE TABLE __alkstore_added_in_a_test (x INTEGER)";
 
-    /// A file as the build of schema `version` left it: its migrations and
-    /// its version row.
-    fn file_of_version(version: usize) -> Result<Connection> {
-        let conn = Connection::open_in_memory().db()?;
-        conn.execute_batch(CREATE_META).db()?;
-        for (_, sql) in &MIGRATIONS[..version] {
-            conn.execute_batch(sql).db()?;
-        }
-        conn.execute(WRITE_VERSION, [version.to_string()]).db()?;
-        Ok(conn)
+    fn tables(conn: &Connection, name: &str) -> Result<i64> {
+        conn.query_row("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", [name], |r| r.get(0))
+            .db()
     }
 
-    /// A file of schema version 2, as that build made it: its migrations,
-    /// its version row, and a pending row its retry left holding a lease.
+    /// A migration after the baseline: a store of the baseline gets it (and
+    /// keeps its rows), a fresh file gets both, and a build without it then
+    /// refuses the store as newer.
     #[test]
-    fn version_2_pending_rows_lose_their_stale_lease() -> Result<()> {
-        let conn = file_of_version(2)?;
-        conn.execute_batch(
-            "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-             visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
-             (1, 'q', 'pending', '{}', 0, 1, 3, 1, 30, 5, 100, 200, 150, 180, 'w'), \
-             (2, 'q', 'processing', '{}', 0, 1, 3, 1, 30, 5, 100, 100, 150, 180, 'w');",
-        )
-        .db()?;
-        migrate(&conn)?;
-        let rows: Vec<LeaseRow> = conn
-            .prepare("SELECT id, worker_id, deadline, claimed_at FROM __alkstore_jobs ORDER BY id")
-            .and_then(|mut s| s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?.collect())
-            .db()?;
-        assert_eq!(rows, vec![(1, None, None, Some(150)), (2, Some("w".into()), Some(180), Some(150))]);
-        assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
-        Ok(())
-    }
-
-    /// A file of schema version 17 whose pending row holds a lease (no path
-    /// of this build leaves one, but 0018's ready scans seek `deadline IS
-    /// NULL`, so such a row would never be claimed): 0018 clears it, and the
-    /// claim takes the row.
-    #[test]
-    fn version_17_pending_rows_lose_a_stale_lease_and_stay_claimable() -> Result<()> {
-        let conn = file_of_version(17)?;
-        conn.execute_batch(
-            "INSERT INTO __alkstore_jobs (id, queue, state, payload, priority, attempts, max_attempts, claim_token, \
-             visibility_timeout_s, backoff_base_s, enqueued_at, run_at, claimed_at, deadline, worker_id) VALUES \
-             (1, 'q', 'pending', '{}', 0, 1, 3, 1, 30, 5, 100, 0, 150, 180, 'w');",
-        )
-        .db()?;
-        migrate(&conn)?;
-        let claimed = crate::ops::claim::claim(&conn, 0, "q", "w2", 1)?;
-        assert_eq!(claimed.iter().map(|c| c.id).collect::<Vec<_>>(), vec![1]);
-        assert_eq!(read_version(&conn)?, Some(SCHEMA_VERSION));
-        Ok(())
-    }
-
-    /// 0018 keeps the name `__alkstore_jobs_ready` so that a process of the
-    /// previous version, still open on the file when a newer one migrates
-    /// it, keeps claiming: its ready scan (0017's text, which names the
-    /// index in `INDEXED BY` and has no `deadline IS NULL`) still prepares
-    /// against the new index and takes the job.
-    #[test]
-    fn the_previous_version_s_claim_still_runs_on_a_migrated_file() -> Result<()> {
-        use crate::ops::claim::CLAIM_READY_ONE;
+    fn a_migration_after_the_baseline_applies_from_it() -> Result<()> {
+        let later: &[(i64, &str)] = &[MIGRATIONS[0], (BASELINE + 1, ADDED)];
         let conn = Connection::open_in_memory().db()?;
         migrate(&conn)?;
         conn.execute_batch(
@@ -217,10 +159,40 @@ mod tests {
              (1, 'q', 'pending', '{}', 0, 0, 3, 0, 30, 5, 0, 0);",
         )
         .db()?;
-        let previous = CLAIM_READY_ONE.replace(" AND deadline IS NULL", "");
-        assert_ne!(previous, CLAIM_READY_ONE);
-        let id: i64 = conn.query_row(&previous, rusqlite::params!["q", "old", 0], |r| r.get(0)).db()?;
-        assert_eq!(id, 1);
+        migrate_with(&conn, later)?;
+        assert_eq!(read_version(&conn)?, Some(BASELINE + 1));
+        assert_eq!(tables(&conn, "__alkstore_added_in_a_test")?, 1);
+        let kept: i64 = conn.query_row("SELECT count(*) FROM __alkstore_jobs", [], |r| r.get(0)).db()?;
+        assert_eq!(kept, 1);
+        migrate_with(&conn, later)?;
+        let fresh = Connection::open_in_memory().db()?;
+        migrate_with(&fresh, later)?;
+        assert_eq!((read_version(&fresh)?, tables(&fresh, "__alkstore_added_in_a_test")?), (Some(BASELINE + 1), 1));
+        let err = migrate(&conn).unwrap_err().to_string();
+        assert!(
+            err.contains("written by a newer alkstore (schema version 101; this alkstore knows up to 100)"),
+            "{err}"
+        );
+        Ok(())
+    }
+
+    /// A file a pre-release build made (any version below the baseline) is
+    /// refused, saying so, and nothing is written to it.
+    #[test]
+    fn a_pre_release_file_is_refused_and_left_as_it_was() -> Result<()> {
+        let conn = Connection::open_in_memory().db()?;
+        conn.execute_batch(CREATE_META).db()?;
+        conn.execute(WRITE_VERSION, ["22"]).db()?;
+        conn.execute_batch("CREATE TABLE __alkstore_jobs (id INTEGER PRIMARY KEY)").db()?;
+        let before: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).db()?;
+        let err = migrate(&conn).unwrap_err().to_string();
+        assert!(
+            err.starts_with("the store file was made by a pre-release build of alkstore (schema version 22)"),
+            "{err}"
+        );
+        let after: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0)).db()?;
+        assert_eq!((before, read_version(&conn)?), (after, Some(22)));
+        assert!(check_existing(&conn).is_err());
         Ok(())
     }
 

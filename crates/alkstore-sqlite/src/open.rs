@@ -73,6 +73,12 @@ fn connect(path: &str, options: &SqliteOptions, role: Role) -> Result<Connection
     // Switching is a write to the file, which `must_exist` never does: a
     // store is in WAL already, and anything else is refused by the caller's
     // first read (`migrate::check_existing`).
+    // A file of another schema version is refused before the switch, so a
+    // pre-release or newer store (which may be in another journal mode) is
+    // left exactly as it was.
+    if role == Role::Writer {
+        migrate::refuse_unopenable(&conn)?;
+    }
     let stayed = if options.common.must_exist { None } else { switch_to_wal(&conn, options.busy_timeout_ms)? };
     if let Some(mode) = stayed {
         return Err(Error::database(
@@ -87,9 +93,10 @@ fn connect(path: &str, options: &SqliteOptions, role: Role) -> Result<Connection
     // foreign_keys=ON: the engine's tables use none, but the caller's own
     // tables in the same file (SPEC §6 transactions) get the checks they expect.
     conn.pragma_update(None, "foreign_keys", "ON").db()?;
-    // recursive_triggers=ON: a job killed by its parent's death (migration
-    // 0012's trigger) fires the same trigger for its own children, so a
-    // failure reaches every descendant in one transaction (SPEC §25).
+    // recursive_triggers=ON: the failure rule (the baseline's
+    // __alkstore_job_failed_settle) deletes a dead parent's descendants
+    // inside the trigger program its own delete started, and their delete
+    // triggers — the id high-water mark's above all — must still fire.
     conn.pragma_update(None, "recursive_triggers", "ON").db()?;
     if role == Role::Writer {
         // journal_size_limit: a WAL that starts over is cut back to a bounded

@@ -4,6 +4,7 @@
 
 pub mod options;
 pub mod redact;
+pub mod schema;
 pub mod target;
 pub(crate) mod url;
 pub mod url_options;

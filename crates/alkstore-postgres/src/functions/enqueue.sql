@@ -2,17 +2,11 @@
 -- and for triggers: it runs in the caller's transaction, so the job exists
 -- exactly when that transaction commits.
 --
--- This is the function's current definition. Migrations 0004 (which
--- created it) and 0006 (unique keys) both apply this text through the
--- __ENQUEUE_FUNCTION__ placeholder (migrate.rs), so a new store and one
--- upgraded from any version end with the same function. Migrations run in
--- one transaction, so no store is ever left at 0004 with a body naming the
--- `unique_key` column that 0006 adds (PL/pgSQL resolves columns when the
--- function first runs, not when it is created). 0008 (the queues it
--- registers) and 0010 (`group_key`, a new argument: 0010 drops the old
--- signature first) write it again, and so does 0012 (`after`, `on_failure`,
--- `keep_result_s`: workflows, SPEC §25; it calls 0012's `link`), and 0022
--- (core's payload limits: nesting and numbers, ADR 0003's revision).
+-- This is the function's current definition: the baseline (ADR 0037)
+-- writes it in through the __ENQUEUE_FUNCTION__ placeholder (migrate.rs),
+-- and a later migration that changes it writes it in again (CREATE OR
+-- REPLACE; a new argument list is a new function to Postgres, so such a
+-- migration drops the old signature first).
 --
 -- The bounds are core's, written in when the migration is applied
 -- (migrate.rs renders __MAX_NAME_CHARS__, __RESERVED_PREFIX__,
