@@ -8,7 +8,7 @@
 //! this bootstrap rather than by a migration, because the version must be
 //! readable before any migration runs.
 
-use alkstore_core::open::schema::{check_version, BASELINE};
+use alkstore_core::open::schema::{check_current, check_version, BASELINE};
 use alkstore_core::{Error, Result};
 use deadpool_postgres::ClientWrapper;
 use tokio_postgres::types::Type;
@@ -181,13 +181,12 @@ async fn migrate_with(client: &mut ClientWrapper, schema: &str, migrations: &[(i
 /// Core's rule for which versions open (newer and pre-release stores are
 /// refused), with this engine's words for the store and what to open instead.
 fn refuse(version: i64, known: i64, quoted: &str) -> Result<()> {
-    check_version(
-        version,
-        known,
-        &format!("schema {quoted}"),
-        "a new schema (another name; or drop this one with its tables once its jobs are done)",
-    )
+    check_version(version, known, &format!("schema {quoted}"), FRESH)
 }
+
+/// What the messages of [`check_version`] say to open instead of a
+/// pre-release schema.
+const FRESH: &str = "a new schema (another name; or drop this one with its tables once its jobs are done)";
 
 /// For `must_exist` opens: `schema` must already hold a store of exactly
 /// this build's schema version. Reads only — no schema, table or migration
@@ -220,17 +219,7 @@ pub async fn check_existing(client: &ClientWrapper, schema: &str) -> Result<()> 
     let version = text.parse::<i64>().map_err(|_| {
         Error::database(None, format!("schema {quoted} has an unreadable schema_version {text:?} in its meta table"))
     })?;
-    refuse(version, SCHEMA_VERSION, &quoted)?;
-    if version != SCHEMA_VERSION {
-        return Err(Error::database(
-            None,
-            format!(
-                "schema {quoted} has schema version {version} and this alkstore writes {SCHEMA_VERSION}: open it \
-                 once with alkstore.open() (a worker does) to upgrade it; this command writes nothing"
-            ),
-        ));
-    }
-    Ok(())
+    check_current(version, SCHEMA_VERSION, &format!("schema {quoted}"), FRESH)
 }
 
 #[cfg(test)]

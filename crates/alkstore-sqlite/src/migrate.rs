@@ -2,7 +2,7 @@
 //! each applied once under the write lock, with the highest applied number
 //! recorded as `schema_version` in `__alkstore_meta`.
 
-use alkstore_core::open::schema::{check_version, BASELINE};
+use alkstore_core::open::schema::{check_current, check_version, BASELINE};
 use alkstore_core::{Error, Result};
 use rusqlite::{Connection, OptionalExtension};
 
@@ -84,17 +84,7 @@ pub(crate) fn check_existing(conn: &Connection) -> Result<()> {
             "not an alkstore store: the file has no alkstore tables (nothing was written to it)",
         ));
     };
-    refuse(v, SCHEMA_VERSION)?;
-    if v < SCHEMA_VERSION {
-        return Err(Error::database(
-            None,
-            format!(
-                "the store has schema version {v} and this alkstore writes {SCHEMA_VERSION}: open it once with \
-                 alkstore.open() (a worker does) to upgrade it; this command writes nothing"
-            ),
-        ));
-    }
-    Ok(())
+    check_current(v, SCHEMA_VERSION, STORE, FRESH)
 }
 
 /// Refuses, before anything is written (even the switch to WAL), a file
@@ -124,8 +114,13 @@ fn read_version(conn: &Connection) -> Result<Option<i64>> {
 /// Core's rule for which versions open (newer and pre-release stores are
 /// refused), with this engine's words for the store and what to open instead.
 fn refuse(version: i64, known: i64) -> Result<()> {
-    check_version(version, known, "the store file", "a new file (move this one aside)")
+    check_version(version, known, STORE, FRESH)
 }
+
+/// How the messages of [`check_version`] name a SQLite store, and what to
+/// open instead of a pre-release one.
+const STORE: &str = "the store file";
+const FRESH: &str = "a new file (move this one aside)";
 
 #[cfg(test)]
 mod tests {

@@ -44,6 +44,23 @@ pub fn check_version(version: i64, known: i64, store: &str, fresh: &str) -> Resu
     Ok(())
 }
 
+/// For a store that must already be current (a read-only command's open):
+/// [`check_version`], and a store of an older version after the baseline
+/// is refused too, told how to upgrade it (a read never migrates).
+pub fn check_current(version: i64, known: i64, store: &str, fresh: &str) -> Result<()> {
+    check_version(version, known, store, fresh)?;
+    if version < known {
+        return Err(Error::database(
+            None,
+            format!(
+                "{store} has schema version {version} and this alkstore writes {known}: open it once with \
+                 alkstore.open() (a worker does) to upgrade it; this command writes nothing"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +76,8 @@ mod tests {
             assert!(msg.starts_with("schema \"app\" was made by a pre-release build"), "{msg}");
             assert!(msg.contains(&format!("(schema version {old})")) && msg.contains("open a new schema"), "{msg}");
         }
+        let older = check_current(BASELINE, BASELINE + 1, "the file x.db", "f").unwrap_err().to_string();
+        assert!(older.contains("has schema version 100 and this alkstore writes 101: open it once"), "{older}");
+        assert_eq!(check_current(BASELINE + 1, BASELINE + 1, "s", "f"), Ok(()));
     }
 }

@@ -145,6 +145,19 @@ CREATE INDEX dead_queue ON __SCHEMA__.dead (queue, id);
 -- The retention purge.
 CREATE INDEX dead_purge ON __SCHEMA__.dead (queue, purge_at) WHERE purge_at IS NOT NULL;
 
+-- A live row as the dead row it becomes: every field kept, `state` 'dead',
+-- why it died and when, and its purge time from its retention. The moves to
+-- dead of the functions below write through it, so the mapping is written
+-- once here (the engine's own statements, ops/mod.rs, name the same columns).
+CREATE FUNCTION __SCHEMA__.dead_row(j __SCHEMA__.jobs, why text, at bigint) RETURNS __SCHEMA__.dead
+LANGUAGE sql IMMUTABLE
+AS $fn$
+    SELECT j.id, j.queue, 'dead', j.payload, j.priority, j.attempts, j.max_attempts, j.claim_token,
+        j.visibility_timeout_s, j.backoff_base_s, j.dead_retention_s, j.enqueued_at, j.run_at, j.claimed_at,
+        j.deadline, j.worker_id, j.expires_at, why, at, at + j.dead_retention_s, j.unique_key, j.group_key,
+        j.parents_left, j.on_failure, j.keep_result_s, j.has_children
+$fn$;
+
 ---------------------------------------------------------------------------
 -- Queues (SPEC §18, §19, §24)
 ---------------------------------------------------------------------------
@@ -331,15 +344,10 @@ BEGIN
           FROM __SCHEMA__.dead d WHERE d.id = ANY(after) ORDER BY d.id LIMIT 1;
         IF FOUND THEN
             WITH moved AS (DELETE FROM __SCHEMA__.jobs WHERE id = child RETURNING *)
-            INSERT INTO __SCHEMA__.dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
-                visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
-                worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
-                last_error, died_at, purge_at)
-            SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token,
-                visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
-                worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
-                'parent job ' || dead_id || ' died: ' || dead_error, t, t + dead_retention_s
-              FROM moved;
+            INSERT INTO __SCHEMA__.dead
+            SELECT d.* FROM moved m,
+                LATERAL __SCHEMA__.dead_row(ROW(m.*)::__SCHEMA__.jobs,
+                    'parent job ' || dead_id || ' died: ' || dead_error, t) AS d;
         END IF;
     END IF;
 END
@@ -450,17 +458,10 @@ BEGIN
     IF doomed IS NOT NULL THEN
         WITH moved AS (
             DELETE FROM __SCHEMA__.jobs WHERE id = ANY(doomed) AND state = 'waiting' RETURNING *)
-        INSERT INTO __SCHEMA__.dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
-            visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
-            worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
-            last_error, died_at, purge_at)
-        SELECT m.id, m.queue, 'dead', m.payload, m.priority, m.attempts, m.max_attempts, m.claim_token,
-            m.visibility_timeout_s, m.backoff_base_s, m.dead_retention_s, m.enqueued_at, m.run_at, m.claimed_at,
-            m.deadline, m.worker_id, m.expires_at, m.unique_key, m.group_key, m.parents_left, m.on_failure,
-            m.keep_result_s, m.has_children,
-            CASE WHEN v.via = parent THEN why ELSE 'parent job ' || v.via || ' died: ' || why END,
-            at, at + m.dead_retention_s
-          FROM moved m JOIN unnest(doomed, vias) AS v(id, via) ON v.id = m.id;
+        INSERT INTO __SCHEMA__.dead
+        SELECT d.* FROM moved m JOIN unnest(doomed, vias) AS v(id, via) ON v.id = m.id,
+            LATERAL __SCHEMA__.dead_row(ROW(m.*)::__SCHEMA__.jobs,
+                CASE WHEN v.via = parent THEN why ELSE 'parent job ' || v.via || ' died: ' || why END, at) AS d;
     END IF;
 END
 $fn$;
@@ -680,15 +681,10 @@ BEGIN
              WHERE queue = q AND state = 'processing' AND deadline < t AND attempts >= max_attempts
              FOR UPDATE SKIP LOCKED))
         RETURNING *)
-    INSERT INTO __SCHEMA__.dead (id, queue, state, payload, priority, attempts, max_attempts, claim_token,
-        visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
-        worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
-        last_error, died_at, purge_at)
-    SELECT id, queue, 'dead', payload, priority, attempts, max_attempts, claim_token,
-        visibility_timeout_s, backoff_base_s, dead_retention_s, enqueued_at, run_at, claimed_at, deadline,
-        worker_id, expires_at, unique_key, group_key, parents_left, on_failure, keep_result_s, has_children,
-        CASE WHEN expires_at <= t THEN 'expired' ELSE 'attempts exhausted' END, t, t + dead_retention_s
-      FROM gone;
+    INSERT INTO __SCHEMA__.dead
+    SELECT d.* FROM gone g,
+        LATERAL __SCHEMA__.dead_row(ROW(g.*)::__SCHEMA__.jobs,
+            CASE WHEN g.expires_at <= t THEN 'expired' ELSE 'attempts exhausted' END, t) AS d;
     GET DIAGNOSTICS n = ROW_COUNT;
     RETURN n;
 EXCEPTION WHEN OTHERS THEN
