@@ -23,3 +23,17 @@ pub fn numbered_from(dir: &Path, first: i64, migrations: &[(i64, &str)], schema_
     assert_eq!(schema_version, first + i64::try_from(migrations.len())? - 1);
     Ok(())
 }
+
+/// Expands, inside an engine's `migrate.rs` test module, to the `#[test]`
+/// that checks its migration list with [`numbered_from`]: the files of its
+/// `src/migrations` from `$first` (the baseline) to `$version`.
+#[macro_export]
+macro_rules! migration_files_are_numbered {
+    ($first:expr, $migrations:expr, $version:expr) => {
+        #[test]
+        fn migration_files_are_numbered_from_the_baseline() -> $crate::TestResult {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
+            $crate::migrations::numbered_from(&dir, $first, $migrations, $version)
+        }
+    };
+}

@@ -227,11 +227,7 @@ mod tests {
     use super::*;
     use crate::testing::{admin_url, TestResult};
 
-    #[test]
-    fn migration_files_are_numbered_from_the_baseline() -> alkstore_enginetest::TestResult {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
-        alkstore_enginetest::migrations::numbered_from(&dir, BASELINE, MIGRATIONS, SCHEMA_VERSION)
-    }
+    alkstore_enginetest::migration_files_are_numbered!(BASELINE, MIGRATIONS, SCHEMA_VERSION);
 
     /// Runs `f` on a pooled client of the test server with a fresh schema
     /// name, then drops that schema; Ok(()) without a server (unless one is

@@ -126,11 +126,7 @@ const FRESH: &str = "a new file (move this one aside)";
 mod tests {
     use super::*;
 
-    #[test]
-    fn migration_files_are_numbered_from_the_baseline() -> alkstore_enginetest::TestResult {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/migrations");
-        alkstore_enginetest::migrations::numbered_from(&dir, BASELINE, MIGRATIONS, SCHEMA_VERSION)
-    }
+    alkstore_enginetest::migration_files_are_numbered!(BASELINE, MIGRATIONS, SCHEMA_VERSION);
 
     /// The table a test's migration after the baseline adds.
     const ADDED: &str = "CREATE TABLE __alkstore_added_in_a_test (x INTEGER)";
